@@ -1,0 +1,95 @@
+"""Values that cross the replay-log contract: what the writer commits and what readers get back."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+ChunkStatus = Literal["committed", "replayed"]
+
+
+@dataclass(frozen=True)
+class Record:
+    """One result to commit. ``payload`` is a JSON document (text)."""
+
+    processing_id: str
+    key: str
+    payload: str
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One committed result as a reader sees it."""
+
+    seq: int
+    processing_id: str
+    key: str
+    data: str
+    commit_ms: int
+    batch_id: int
+
+
+@dataclass(frozen=True)
+class ChunkResult:
+    status: ChunkStatus
+    epoch: str
+    first_seq: int
+    last_seq: int
+    appended: int
+    duplicates: int
+
+
+@dataclass(frozen=True)
+class BatchCommit:
+    """What committing one Spark batch did, summed over its chunks."""
+
+    batch_id: int
+    chunks: tuple[ChunkResult, ...]
+
+    @property
+    def appended(self) -> int:
+        return sum(c.appended for c in self.chunks)
+
+    @property
+    def duplicates(self) -> int:
+        return sum(c.duplicates for c in self.chunks)
+
+    @property
+    def replayed_chunks(self) -> int:
+        return sum(1 for c in self.chunks if c.status == "replayed")
+
+    @property
+    def last_seq(self) -> int:
+        return max(c.last_seq for c in self.chunks)
+
+
+@dataclass(frozen=True)
+class StreamMeta:
+    """The stream's meta hash. ``epoch`` is empty for a stream nothing was ever committed to."""
+
+    epoch: str
+    first_seq: int
+    last_seq: int
+    last_batch: int
+    last_chunk: int
+    query_id: str
+    created_ms: int
+    last_commit_ms: int
+    counters: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StateItem:
+    seq: int
+    processing_id: str
+    data: object
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The latest result per key, consistent with ``seq``: replaying entries after ``seq`` on top of it
+    gives the current state."""
+
+    epoch: str
+    seq: int
+    items: dict[str, StateItem]

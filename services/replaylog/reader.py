@@ -1,0 +1,100 @@
+"""Reads a stream's replay log: meta, entries by seq, and atomic snapshots."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+
+import redis
+
+from sparkwire.replaylog.keys import StreamKeys
+from sparkwire.replaylog.model import Entry, Snapshot, StateItem, StreamMeta
+
+_META_FIELDS = {
+    "epoch", "first_seq", "last_seq", "last_batch", "last_chunk", "query_id", "created_ms", "last_commit_ms",
+}
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def entry_id(seq: int) -> str:
+    """The stream entry id of a seq: ids are derived from seqs so ranges by seq are ranges by id."""
+    return f"{seq}-0"
+
+
+def parse_entry(entry_id_raw: bytes | str, fields: Mapping[bytes | str, bytes | str]) -> Entry:
+    decoded = {_text(k): _text(v) for k, v in fields.items()}
+    return Entry(
+        seq=int(_text(entry_id_raw).split("-", 1)[0]),
+        processing_id=decoded["pid"],
+        key=decoded["key"],
+        data=decoded["data"],
+        commit_ms=int(decoded["ts"]),
+        batch_id=int(decoded["batch"]),
+    )
+
+
+def parse_meta(raw: Mapping[bytes | str, bytes | str]) -> StreamMeta:
+    decoded = {_text(k): _text(v) for k, v in raw.items()}
+
+    def number(name: str, default: int) -> int:
+        return int(decoded[name]) if name in decoded else default
+
+    return StreamMeta(
+        epoch=decoded.get("epoch", ""),
+        first_seq=number("first_seq", 1),
+        last_seq=number("last_seq", 0),
+        last_batch=number("last_batch", -1),
+        last_chunk=number("last_chunk", -1),
+        query_id=decoded.get("query_id", ""),
+        created_ms=number("created_ms", 0),
+        last_commit_ms=number("last_commit_ms", 0),
+        counters={k: int(v) for k, v in decoded.items() if k not in _META_FIELDS},
+    )
+
+
+def parse_state(raw: Mapping[bytes | str, bytes | str]) -> dict[str, StateItem]:
+    items: dict[str, StateItem] = {}
+    for key, value in raw.items():
+        document = json.loads(value)
+        items[_text(key)] = StateItem(
+            seq=int(document["seq"]), processing_id=str(document["processingId"]), data=document["data"]
+        )
+    return items
+
+
+class ReplayLogReader:
+    def __init__(self, client: redis.Redis, stream: str, *, prefix: str | None = None) -> None:
+        self.client = client
+        self.keys = StreamKeys(stream) if prefix is None else StreamKeys(stream, prefix)
+
+    def meta(self) -> StreamMeta:
+        return parse_meta(self.client.hgetall(self.keys.meta))
+
+    def read_after(self, seq: int, count: int = 1000) -> list[Entry]:
+        """Up to ``count`` entries with a seq greater than ``seq``, in order."""
+        raw = self.client.xrange(self.keys.log, min=f"({entry_id(seq)}", max="+", count=count)
+        return [parse_entry(entry_id_raw, fields) for entry_id_raw, fields in raw]
+
+    def iter_all(self, page: int = 1000) -> Iterator[Entry]:
+        seq = 0
+        while True:
+            entries = self.read_after(seq, page)
+            if not entries:
+                return
+            yield from entries
+            seq = entries[-1].seq
+
+    def snapshot(self) -> Snapshot:
+        """State hash and meta read in one MULTI/EXEC, so ``seq`` is exactly what the state reflects."""
+        pipe = self.client.pipeline(transaction=True)
+        pipe.hgetall(self.keys.state)
+        pipe.hmget(self.keys.meta, ["epoch", "last_seq"])
+        state_raw, (epoch, last_seq) = pipe.execute()
+        return Snapshot(
+            epoch=_text(epoch) if epoch is not None else "",
+            seq=int(last_seq) if last_seq is not None else 0,
+            items=parse_state(state_raw),
+        )

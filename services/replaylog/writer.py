@@ -1,0 +1,96 @@
+"""Commits Spark micro-batches into a stream's replay log through ``lua/commit_chunk.lua``."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+from importlib import resources
+
+import redis
+from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_exponential_jitter
+
+from sparkwire.replaylog.keys import StreamKeys
+from sparkwire.replaylog.model import BatchCommit, ChunkResult, ChunkStatus, Record
+
+DEFAULT_CHUNK_SIZE = 500
+DEFAULT_RETENTION = 100_000
+
+_COMMIT_SOURCE = resources.files("sparkwire.replaylog").joinpath("lua/commit_chunk.lua").read_text()
+
+
+def plan_chunks(records: Sequence[Record], chunk_size: int) -> list[list[Record]]:
+    """Split a batch into chunks that are the same every time the same batch is committed.
+
+    Spark re-runs a batch on the same input after a crash, but not necessarily with its rows in the
+    same order; sorting by processingId makes chunk i hold the same records on every run, so a chunk
+    marker means the same thing before and after the crash. An empty batch is one empty chunk: its
+    marker still moves, so the meta hash always names the last batch Spark handed over.
+    """
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+    ordered = sorted(records, key=lambda r: r.processing_id)
+    chunks = [ordered[i : i + chunk_size] for i in range(0, len(ordered), chunk_size)]
+    return chunks or [[]]
+
+
+def _decode(raw: bytes | str | int) -> str:
+    return raw.decode() if isinstance(raw, bytes) else str(raw)
+
+
+class ReplayLogWriter:
+    """The only writer of a stream's log. Safe to call again with a batch it already committed."""
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        stream: str,
+        *,
+        retention: int = DEFAULT_RETENTION,
+        chunk_size: int = DEFAULT_CHUNK_SIZE,
+        prefix: str | None = None,
+        retry_for_seconds: float = 30.0,
+    ) -> None:
+        if retention < 1:
+            raise ValueError(f"retention must be >= 1, got {retention}")
+        self.keys = StreamKeys(stream) if prefix is None else StreamKeys(stream, prefix)
+        self.retention = retention
+        self.chunk_size = chunk_size
+        self._script = client.register_script(_COMMIT_SOURCE)
+        self._epoch_candidate = secrets.token_hex(8)
+        # A chunk whose reply was lost is simply sent again: the marker makes the second call a no-op.
+        self._commit_chunk = retry(
+            retry=retry_if_exception_type((redis.ConnectionError, redis.TimeoutError)),
+            wait=wait_exponential_jitter(multiplier=0.05, max=2.0, jitter=0.05),
+            stop=stop_after_delay(retry_for_seconds),
+            reraise=True,
+        )(self._commit_chunk_once)
+
+    def commit_batch(self, query_id: str, batch_id: int, records: Sequence[Record]) -> BatchCommit:
+        chunks = plan_chunks(records, self.chunk_size)
+        results = tuple(
+            self._commit_chunk(query_id, batch_id, index, len(chunks), chunk)
+            for index, chunk in enumerate(chunks)
+        )
+        return BatchCommit(batch_id=batch_id, chunks=results)
+
+    def _commit_chunk_once(
+        self, query_id: str, batch_id: int, index: int, count: int, chunk: Sequence[Record]
+    ) -> ChunkResult:
+        args: list[str | int] = [query_id, batch_id, index, count, self._epoch_candidate, self.retention]
+        for record in chunk:
+            args.extend((record.processing_id, record.key, record.payload))
+        status, epoch, first_seq, last_seq, appended, duplicates = self._script(
+            keys=list(self.keys.all()), args=args
+        )
+        status_text = _decode(status)
+        if status_text not in ("committed", "replayed"):
+            raise RuntimeError(f"commit script returned unknown status {status_text!r}")
+        checked_status: ChunkStatus = "committed" if status_text == "committed" else "replayed"
+        return ChunkResult(
+            status=checked_status,
+            epoch=_decode(epoch),
+            first_seq=int(first_seq),
+            last_seq=int(last_seq),
+            appended=int(appended),
+            duplicates=int(duplicates),
+        )
