@@ -1,1 +1,3 @@
+"""Raw metric events into Kafka (``sparkwire produce``)."""
 
+from __future__ import annotations

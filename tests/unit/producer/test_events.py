@@ -1,0 +1,42 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sparkwire.producer.events import MALFORMED_TEMPLATES, GeneratorConfig, generate
+from sparkwire.verify import parse_event
+
+
+def test_the_same_seed_gives_the_same_records() -> None:
+    config = GeneratorConfig(seed=5, duplicate_ratio=0.2, malformed_ratio=0.2, max_disorder_ms=30)
+    assert list(generate(config, 300)) == list(generate(config, 300))
+    assert list(generate(config, 300)) != list(generate(GeneratorConfig(seed=6), 300))
+
+
+def test_duplicates_repeat_an_event_and_malformed_records_are_not_events() -> None:
+    records = list(generate(GeneratorConfig(duplicate_ratio=0.3, malformed_ratio=0.3), 500))
+    kinds = [r.kind for r in records]
+    assert kinds.count("event") == 500
+    assert kinds.count("duplicate") > 0 and kinds.count("malformed") > 0
+    for previous, record in zip(records, records[1:], strict=False):
+        if record.kind == "duplicate":
+            assert record.value == previous.value
+    assert all(parse_event(r.value) is None for r in records if r.kind == "malformed")
+
+
+def test_event_time_follows_the_rate_within_the_disorder_bound() -> None:
+    config = GeneratorConfig(rate=100, start_ms=10_000, max_disorder_ms=40)
+    events = [json.loads(r.value) for r in generate(config, 200)]
+    for i, event in enumerate(events):
+        assert 10_000 + i * 10 - 40 <= event["timestamp"] <= 10_000 + i * 10
+
+
+@pytest.mark.parametrize("template", MALFORMED_TEMPLATES)
+def test_every_malformed_template_is_rejected_by_the_checker(template: str) -> None:
+    assert parse_event(template) is None
+
+
+def test_bad_ratios_are_refused() -> None:
+    with pytest.raises(ValueError, match="duplicate_ratio"):
+        GeneratorConfig(duplicate_ratio=1.5)
