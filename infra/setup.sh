@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# One-time (and idempotent) setup of everything sparkwire's tests and demo run on:
+# the Python venv, redis-server and nginx from apt, a real Kafka broker's jars and
+# Spark's Kafka connector jars from Maven Central. Each step is skipped while the
+# stamp of its inputs in .cache/stamps is fresh and its outputs exist.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+CACHE="${SPARKWIRE_CACHE:-$ROOT/.cache}"
+STAMPS="$CACHE/stamps"
+PYTHON="${PYTHON:-python3}"
+mkdir -p "$STAMPS"
+
+header() { printf '\n==> %s\n' "$*"; }
+
+# fingerprint FILE... : one hash over the given inputs' contents.
+fingerprint() { cat "$@" | sha256sum | cut -d' ' -f1; }
+
+# fresh NAME FINGERPRINT : is the stamp NAME recorded for exactly these inputs?
+fresh() { [[ -f "$STAMPS/$1" && "$(cat "$STAMPS/$1")" == "$2" ]]; }
+stamp() { echo "$2" > "$STAMPS/$1"; }
+
+# mvn_copy POM_DIR OUT_DIR : copy a dependency-list pom's runtime jars into OUT_DIR.
+# -B keeps the log plain; Maven still prints one line per artifact it downloads.
+mvn_copy() {
+  local pom_dir="$1" out="$2" tmp="$2.tmp"
+  rm -rf "$tmp"
+  (cd "$pom_dir" && mvn -B dependency:copy-dependencies \
+      -DincludeScope=runtime -DoutputDirectory="$tmp")
+  rm -rf "$out"
+  mv "$tmp" "$out"
+}
+
+step_venv() {
+  header "Python venv (.venv): pip install -c constraints.txt -e '.[dev]'"
+  local fp
+  fp="$(fingerprint pyproject.toml constraints.txt)"
+  if fresh venv "$fp" && [[ -x .venv/bin/python ]]; then
+    echo "up to date"; return
+  fi
+  [[ -x .venv/bin/python ]] || "$PYTHON" -m venv .venv
+  .venv/bin/python -m pip install --upgrade pip
+  .venv/bin/python -m pip install -c constraints.txt -e '.[dev]'
+  stamp venv "$fp"
+}
+
+step_apt() {
+  header "System packages: redis-server, nginx"
+  local missing=()
+  command -v redis-server >/dev/null || missing+=(redis-server)
+  command -v nginx >/dev/null || [[ -x /usr/sbin/nginx ]] || missing+=(nginx)
+  if ((${#missing[@]} == 0)); then
+    echo "already installed"; return
+  fi
+  if [[ "$(id -u)" != 0 ]]; then
+    echo "WARNING: not root, cannot install: ${missing[*]}"
+    echo "         run: sudo apt-get update && sudo apt-get install -y ${missing[*]}"
+    return
+  fi
+  apt-get update
+  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
+}
+
+step_kafka() {
+  header "Apache Kafka broker jars (infra/maven/kafka) -> .cache/kafka/libs"
+  local fp
+  fp="$(fingerprint infra/maven/kafka/pom.xml)"
+  if fresh kafka "$fp" && compgen -G "$CACHE/kafka/libs/kafka_2.13-*.jar" >/dev/null; then
+    echo "up to date"; return
+  fi
+  mvn_copy infra/maven/kafka "$CACHE/kafka/libs"
+  stamp kafka "$fp"
+}
+
+step_spark_kafka() {
+  header "Spark Kafka connector jars (infra/maven/spark-kafka) -> .cache/spark-jars"
+  local fp
+  fp="$(fingerprint infra/maven/spark-kafka/pom.xml)"
+  if fresh spark-kafka "$fp" && compgen -G "$CACHE/spark-jars/spark-sql-kafka-*.jar" >/dev/null; then
+    echo "up to date"; return
+  fi
+  mvn_copy infra/maven/spark-kafka "$CACHE/spark-jars"
+  stamp spark-kafka "$fp"
+}
+
+step_venv
+step_apt
+step_kafka
+step_spark_kafka
+header "setup done"

@@ -1,0 +1,74 @@
+"""A throwaway local ``redis-server`` with durable writes (AOF, fsync on every write)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import redis
+
+from .paths import SetupMissingError
+from .ports import free_port
+from .process import ManagedProcess
+
+
+def _redis_server_executable() -> str:
+    found = shutil.which("redis-server") or shutil.which("redis-server", path="/usr/bin:/usr/sbin")
+    if found is None:
+        raise SetupMissingError("redis-server not found: run `make setup` (it apt-installs redis-server)")
+    return found
+
+
+class RedisServer:
+    """``redis-server`` on 127.0.0.1 with its data (AOF) in ``workdir``; ``restart()`` keeps the data."""
+
+    def __init__(self, workdir: Path, port: int | None = None) -> None:
+        self.workdir = Path(workdir)
+        self.port = port if port is not None else free_port()
+        command = [
+            _redis_server_executable(),
+            "--port", str(self.port),
+            "--bind", "127.0.0.1",
+            "--dir", str(self.workdir),
+            "--appendonly", "yes",
+            "--appendfsync", "always",
+            "--save", "",
+            "--daemonize", "no",
+            "--logfile", "",
+        ]  # fmt: skip
+        self.process = ManagedProcess("redis", command, self.workdir)
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def client(self, *, decode_responses: bool = False) -> redis.Redis:
+        return redis.Redis.from_url(self.url, decode_responses=decode_responses)
+
+    def ping(self) -> bool:
+        with redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=1.0) as client:
+            return bool(client.ping())
+
+    def start(self, timeout: float = 30.0) -> None:
+        self.process.start()
+        self.process.wait_ready(self.ping, timeout)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self.process.stop(timeout)
+
+    def kill(self) -> None:
+        self.process.kill()
+
+    def restart(self, timeout: float = 30.0) -> None:
+        self.stop()
+        self.start(timeout)
+
+    def log_tail(self, lines: int = 50) -> str:
+        return self.process.log_tail(lines)
+
+    def __enter__(self) -> RedisServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()

@@ -1,0 +1,76 @@
+"""Shared fixtures: one real Redis and one real Kafka broker per test session, on free ports."""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Iterator
+from uuid import uuid4
+
+import pytest
+import redis as redis_lib
+from sparkwire.stack import KafkaBroker, RedisServer
+
+# Servers started by this session, by the fixture name that started them (for failure reports).
+_SERVERS: dict[str, RedisServer | KafkaBroker] = {}
+# A test that uses any of these fixtures gets the servers' log tails in its failure report.
+_SERVER_FIXTURES = {
+    "redis_server": ("redis_server",),
+    "redis": ("redis_server",),
+    "kafka_broker": ("kafka_broker",),
+}
+_LOG_TAIL_LINES = 50
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    server = RedisServer(tmp_path_factory.mktemp("redis"))
+    server.start()
+    _SERVERS["redis_server"] = server
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
+    broker = KafkaBroker(tmp_path_factory.mktemp("kafka"))
+    broker.start()
+    _SERVERS["kafka_broker"] = broker
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+@pytest.fixture
+def redis(redis_server: RedisServer) -> Iterator[redis_lib.Redis]:
+    """A bytes-in, bytes-out client of the session's Redis."""
+    client = redis_server.client(decode_responses=False)
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+@pytest.fixture
+def unique_name() -> str:
+    """A fresh name for this test's streams, keys and topics."""
+    return f"t{uuid4().hex[:10]}"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """On failure, append the log tails of the session servers the test used to its report."""
+    report = yield
+    if report.failed:
+        fixtures = getattr(item, "fixturenames", ())
+        for name in sorted({server for f in fixtures for server in _SERVER_FIXTURES.get(f, ())}):
+            server = _SERVERS.get(name)
+            if server is None:
+                continue
+            state = "running" if server.process.alive else f"exited ({server.process.returncode})"
+            title = f"{name} log, last {_LOG_TAIL_LINES} lines ({state}, {server.process.log_path})"
+            report.sections.append((title, server.log_tail(_LOG_TAIL_LINES)))
+    return report
