@@ -1,3 +1,48 @@
+"""The ``sparkwire`` command: one subcommand per service."""
+
 from __future__ import annotations
-def main() -> None:
-    print("hi")
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+from sparkwire import __version__
+
+Runner = Callable[[argparse.Namespace], int]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from sparkwire.aggregator import job
+    from sparkwire.producer import main as producer
+
+    parser = argparse.ArgumentParser(
+        prog="sparkwire",
+        description="Exactly-once delivery of Spark Structured Streaming results to browsers.",
+    )
+    parser.add_argument("--version", action="version", version=f"sparkwire {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    aggregate = commands.add_parser(
+        "aggregate", help="run the Spark job: Kafka events -> windowed results -> replay log",
+        description=job.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    job.add_arguments(aggregate)
+    aggregate.set_defaults(run=job.run)
+
+    produce = commands.add_parser(
+        "produce", help="write raw metric events to Kafka (idempotent producer)",
+        description=producer.__doc__,
+    )
+    producer.add_arguments(produce)
+    produce.set_defaults(run=producer.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    runner: Runner = args.run
+    sys.exit(runner(args))
+
+
+if __name__ == "__main__":
+    main()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib import resources
 
 import redis
@@ -65,13 +65,23 @@ class ReplayLogWriter:
             reraise=True,
         )(self._commit_chunk_once)
 
-    def commit_batch(self, query_id: str, batch_id: int, records: Sequence[Record]) -> BatchCommit:
+    def commit_batch(
+        self,
+        query_id: str,
+        batch_id: int,
+        records: Sequence[Record],
+        *,
+        between_chunks: Callable[[int, ChunkResult], None] | None = None,
+    ) -> BatchCommit:
+        """Commit ``records`` as batch ``batch_id``; ``between_chunks(i, result)`` runs after each chunk
+        but the last (a seam for fault injection)."""
         chunks = plan_chunks(records, self.chunk_size)
-        results = tuple(
-            self._commit_chunk(query_id, batch_id, index, len(chunks), chunk)
-            for index, chunk in enumerate(chunks)
-        )
-        return BatchCommit(batch_id=batch_id, chunks=results)
+        results: list[ChunkResult] = []
+        for index, chunk in enumerate(chunks):
+            results.append(self._commit_chunk(query_id, batch_id, index, len(chunks), chunk))
+            if between_chunks is not None and index < len(chunks) - 1:
+                between_chunks(index, results[-1])
+        return BatchCommit(batch_id=batch_id, chunks=tuple(results))
 
     def _commit_chunk_once(
         self, query_id: str, batch_id: int, index: int, count: int, chunk: Sequence[Record]

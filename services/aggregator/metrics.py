@@ -1,0 +1,29 @@
+"""Prometheus metrics of the aggregator driver (prefix ``sparkwire_``)."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge, Histogram
+
+INPUT_ROWS = Counter("sparkwire_aggregator_input_rows", "Kafka records read by the aggregation query")
+MALFORMED_RECORDS = Counter(
+    "sparkwire_aggregator_malformed_records", "Records that are not valid events, sent to the dead-letter topic"
+)
+DUPLICATE_EVENTS = Counter(
+    "sparkwire_aggregator_duplicate_events_dropped", "Input events dropped as repeats of an eventId"
+)
+LATE_EVENTS = Counter(
+    "sparkwire_aggregator_late_rows_dropped", "Rows dropped by a stateful operator for being behind the watermark"
+)
+BATCHES = Counter("sparkwire_sink_batches", "Micro-batches handed to the sink", ["outcome"])
+RECORDS_COMMITTED = Counter("sparkwire_sink_records_committed", "Results appended to the replay log")
+DUPLICATES_SUPPRESSED = Counter(
+    "sparkwire_sink_duplicates_suppressed", "Results not appended because their processingId was already there"
+)
+CHUNKS_REPLAYED = Counter(
+    "sparkwire_sink_chunks_replayed", "Chunks of a batch already committed before (re-run after a crash)"
+)
+COMMIT_SECONDS = Histogram(
+    "sparkwire_sink_commit_seconds", "Time to commit one micro-batch to the replay log",
+    buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0),
+)
+LAST_SEQ = Gauge("sparkwire_sink_last_seq", "Last seq committed to the replay log")

@@ -1,0 +1,59 @@
+"""Turns Spark's query progress into structured logs and Prometheus counters."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from pyspark.sql.streaming import StreamingQueryListener
+
+from sparkwire.aggregator import metrics
+
+log = logging.getLogger(__name__)
+
+AGGREGATE_QUERY = "sparkwire-aggregate"
+DEADLETTER_QUERY = "sparkwire-deadletter"
+DEADLETTER_OBSERVATION = "deadletter"
+
+
+def _custom_metric(operator: Any, name: str) -> int:
+    values = getattr(operator, "customMetrics", None) or {}
+    return int(values.get(name, 0) or 0)
+
+
+class ProgressReporter(StreamingQueryListener):
+    def onQueryStarted(self, event: Any) -> None:
+        log.info("query started", extra={"fields": {"event": "query_started", "name": event.name,
+                                                      "id": str(event.id), "runId": str(event.runId)}})
+
+    def onQueryProgress(self, event: Any) -> None:
+        progress = event.progress
+        fields: dict[str, Any] = {
+            "event": "query_progress", "name": progress.name, "batchId": progress.batchId,
+            "rowsIn": progress.numInputRows, "durationMs": progress.batchDuration,
+            "watermark": (progress.eventTime or {}).get("watermark"),
+        }
+        if progress.name == AGGREGATE_QUERY:
+            metrics.INPUT_ROWS.inc(progress.numInputRows)
+            dropped_late = sum(op.numRowsDroppedByWatermark for op in progress.stateOperators)
+            duplicates = sum(
+                _custom_metric(op, "numDroppedDuplicateRows") for op in progress.stateOperators
+            )
+            metrics.LATE_EVENTS.inc(dropped_late)
+            metrics.DUPLICATE_EVENTS.inc(duplicates)
+            fields.update(lateRowsDropped=dropped_late, duplicateEventsDropped=duplicates,
+                          stateRows=sum(op.numRowsTotal for op in progress.stateOperators))
+        elif progress.name == DEADLETTER_QUERY:
+            observed = (progress.observedMetrics or {}).get(DEADLETTER_OBSERVATION)
+            malformed = int(observed["malformed"]) if observed is not None else 0
+            metrics.MALFORMED_RECORDS.inc(malformed)
+            fields["malformed"] = malformed
+        log.info("query progress", extra={"fields": fields})
+
+    def onQueryIdle(self, event: Any) -> None:
+        pass
+
+    def onQueryTerminated(self, event: Any) -> None:
+        log.log(logging.ERROR if event.exception else logging.INFO, "query terminated",
+                extra={"fields": {"event": "query_terminated", "id": str(event.id),
+                                  "exception": event.exception}})

@@ -1,0 +1,60 @@
+"""``sparkwire produce``: raw metric events into Kafka."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import time
+from pathlib import Path
+
+from sparkwire import logs
+from sparkwire.options import add_option, non_negative_int, positive_int
+from sparkwire.producer.events import GeneratorConfig, generate
+from sparkwire.producer.publisher import make_producer, publish
+
+log = logging.getLogger(__name__)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_option(parser, "--bootstrap-servers", default="127.0.0.1:9092", help="Kafka bootstrap servers")
+    add_option(parser, "--topic", default="metrics-raw", help="Kafka topic of raw metric events")
+    add_option(parser, "--count", type=non_negative_int, default=0,
+               help="events to produce (0: as many as --duration allows)")
+    add_option(parser, "--duration", type=float, default=0.0, help="seconds of events to produce (with --rate)")
+    add_option(parser, "--rate", type=float, default=200.0, help="events per second of event time")
+    add_option(parser, "--metrics", type=positive_int, default=4, help="number of distinct metric names")
+    add_option(parser, "--sources", type=positive_int, default=8, help="number of distinct source ids")
+    add_option(parser, "--seed", type=int, default=1, help="random seed: the same seed gives the same events")
+    add_option(parser, "--start-ms", type=int, default=0,
+               help="event time of the first event in epoch ms (0: now)")
+    add_option(parser, "--max-disorder-ms", type=non_negative_int, default=0,
+               help="events may be this much older than their position (keep below the watermark delay)")
+    add_option(parser, "--duplicate-ratio", type=float, default=0.0, help="share of events sent twice")
+    add_option(parser, "--malformed-ratio", type=float, default=0.0,
+               help="share of events followed by a malformed record")
+    parser.add_argument("--realtime", action="store_true",
+                        help="send each event when its event time comes instead of as fast as possible")
+    add_option(parser, "--events-file", default="",
+               help="write every produced record (JSON lines) here, for independent checking")
+    add_option(parser, "--log-level", default="INFO", help="log level")
+
+
+def run(args: argparse.Namespace) -> int:
+    logs.configure(args.log_level)
+    count = args.count or int(args.duration * args.rate)
+    if count <= 0:
+        raise SystemExit("nothing to produce: give --count or --duration")
+    config = GeneratorConfig(
+        seed=args.seed, metrics=args.metrics, sources=args.sources, rate=args.rate,
+        start_ms=args.start_ms or int(time.time() * 1000), max_disorder_ms=args.max_disorder_ms,
+        duplicate_ratio=args.duplicate_ratio, malformed_ratio=args.malformed_ratio,
+    )
+    stats = publish(
+        generate(config, count),
+        producer=make_producer(args.bootstrap_servers),
+        topic=args.topic,
+        realtime=args.realtime,
+        events_file=Path(args.events_file) if args.events_file else None,
+    )
+    log.info("produced", extra={"fields": {"event": "produced", **vars(stats)}})
+    return 0
