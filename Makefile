@@ -3,6 +3,8 @@ SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
 VENV := .venv/bin
 CACHE := .cache
+# bench/ may be empty (git keeps no empty folders); ruff fails on a missing path.
+LINT_DIRS := $(wildcard services tests bench)
 
 .PHONY: setup test lint demo clean
 
@@ -16,7 +18,7 @@ test: setup
 # mypy cannot see setuptools' editable finder, so it checks the `sparkwire`
 # package through a symlink to services/.
 lint:
-	$(VENV)/ruff check services tests bench
+	$(VENV)/ruff check $(LINT_DIRS)
 	mkdir -p $(CACHE)/typecheck
 	ln -sfn ../../services $(CACHE)/typecheck/sparkwire
 	MYPYPATH=$(CACHE)/typecheck $(VENV)/mypy --config-file pyproject.toml -p sparkwire
