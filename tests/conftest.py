@@ -7,6 +7,7 @@ from uuid import uuid4
 
 import pytest
 import redis as redis_lib
+
 from sparkwire.stack import KafkaBroker, RedisServer
 
 # Servers started by this session, by the fixture name that started them (for failure reports).

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from pyspark.sql.streaming import StreamingQueryListener
+from pyspark.sql.streaming.listener import StreamingQueryListener
 
 from sparkwire.aggregator import metrics
 

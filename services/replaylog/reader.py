@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
+from typing import cast
 
 import redis
 
@@ -24,7 +25,7 @@ def entry_id(seq: int) -> str:
     return f"{seq}-0"
 
 
-def parse_entry(entry_id_raw: bytes | str, fields: Mapping[bytes | str, bytes | str]) -> Entry:
+def parse_entry(entry_id_raw: bytes | str, fields: Mapping[bytes, bytes] | Mapping[str, str]) -> Entry:
     decoded = {_text(k): _text(v) for k, v in fields.items()}
     return Entry(
         seq=int(_text(entry_id_raw).split("-", 1)[0]),
@@ -75,7 +76,10 @@ class ReplayLogReader:
 
     def read_after(self, seq: int, count: int = 1000) -> list[Entry]:
         """Up to ``count`` entries with a seq greater than ``seq``, in order."""
-        raw = self.client.xrange(self.keys.log, min=f"({entry_id(seq)}", max="+", count=count)
+        raw = cast(
+            "list[tuple[bytes, dict[bytes, bytes]]]",
+            self.client.xrange(self.keys.log, min=f"({entry_id(seq)}", max="+", count=count),
+        )
         return [parse_entry(entry_id_raw, fields) for entry_id_raw, fields in raw]
 
     def iter_all(self, page: int = 1000) -> Iterator[Entry]:

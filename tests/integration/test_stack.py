@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import redis as redis_lib
 from confluent_kafka import Consumer, Producer
+
 from sparkwire.stack import (
     KafkaBroker,
     ManagedProcess,

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
@@ -19,7 +20,7 @@ def test_duplicates_repeat_an_event_and_malformed_records_are_not_events() -> No
     kinds = [r.kind for r in records]
     assert kinds.count("event") == 500
     assert kinds.count("duplicate") > 0 and kinds.count("malformed") > 0
-    for previous, record in zip(records, records[1:], strict=False):
+    for previous, record in itertools.pairwise(records):
         if record.kind == "duplicate":
             assert record.value == previous.value
     assert all(parse_event(r.value) is None for r in records if r.kind == "malformed")

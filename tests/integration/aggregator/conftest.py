@@ -1,0 +1,134 @@
+"""Runs the real aggregator (PySpark driver + its JVM) against the session's Kafka and Redis."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import redis as redis_lib
+
+from sparkwire.replaylog import ReplayLogReader, StreamMeta
+from sparkwire.stack import KafkaBroker, ManagedProcess, RedisServer, free_port
+from sparkwire.verify import WindowResult, expected_results
+
+WINDOW_MS = 1_000
+DELAY_MS = 500
+START_MS = 1_700_000_000_000
+
+
+def wait_exit(process: ManagedProcess, timeout: float) -> int:
+    deadline = time.monotonic() + timeout
+    while process.alive:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{process.name} still running after {timeout}s:\n{process.log_tail()}")
+        time.sleep(0.2)
+    code = process.returncode
+    assert code is not None
+    return code
+
+
+@dataclass
+class Pipeline:
+    """One topic, one stream and one checkpoint; the aggregator can be started on it again and again."""
+
+    name: str
+    workdir: Path
+    kafka: KafkaBroker
+    redis_server: RedisServer
+    chunk_size: int = 2
+    max_offsets_per_trigger: int = 300
+    runs: list[ManagedProcess] = field(default_factory=list)
+    metrics_port: int = 0
+
+    @property
+    def topic(self) -> str:
+        return f"{self.name}-raw"
+
+    @property
+    def dead_letter_topic(self) -> str:
+        return f"{self.name}-dlq"
+
+    @property
+    def events_file(self) -> Path:
+        return self.workdir / "events.jsonl"
+
+    @property
+    def reader(self) -> ReplayLogReader:
+        return ReplayLogReader(redis_lib.Redis.from_url(self.redis_server.url), self.name)
+
+    def produce(self, count: int, **options: float) -> None:
+        command = [
+            sys.executable, "-m", "sparkwire.cli", "produce", "--bootstrap-servers", self.kafka.bootstrap,
+            "--topic", self.topic, "--count", str(count), "--rate", "200", "--start-ms", str(START_MS),
+            "--events-file", str(self.events_file), "--log-level", "WARNING",
+        ]  # fmt: skip
+        for name, value in options.items():
+            command += [f"--{name.replace('_', '-')}", str(value)]
+        producer = ManagedProcess(f"produce-{len(self.runs)}", command, self.workdir)
+        producer.start()
+        assert wait_exit(producer, 120) == 0, producer.log_tail()
+
+    def expected(self) -> dict[str, WindowResult]:
+        raw = [json.loads(line)["value"] for line in self.events_file.read_text().splitlines()]
+        return expected_results(raw, WINDOW_MS, DELAY_MS)
+
+    def start(self, fault: str | None = None) -> ManagedProcess:
+        self.metrics_port = free_port()
+        command = [
+            sys.executable, "-m", "sparkwire.cli", "aggregate",
+            "--bootstrap-servers", self.kafka.bootstrap, "--topic", self.topic,
+            "--dead-letter-topic", self.dead_letter_topic, "--redis-url", self.redis_server.url,
+            "--stream", self.name, "--checkpoint", str(self.workdir / "checkpoint"),
+            "--window-ms", str(WINDOW_MS), "--watermark-delay-ms", str(DELAY_MS), "--trigger-ms", "300",
+            "--max-offsets-per-trigger", str(self.max_offsets_per_trigger),
+            "--chunk-size", str(self.chunk_size), "--metrics-port", str(self.metrics_port),
+        ]  # fmt: skip
+        env = {"SPARKWIRE_FAULT": fault} if fault else {}
+        process = ManagedProcess(f"aggregate-{len(self.runs)}", command, self.workdir, env=env)
+        self.runs.append(process)
+        process.start()
+        return process
+
+    def wait_for_seq(self, seq: int, timeout: float = 180) -> StreamMeta:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            meta = self.reader.meta()
+            if meta.last_seq >= seq:
+                return meta
+            assert self.runs[-1].alive, f"aggregator exited:\n{self.runs[-1].log_tail(80)}"
+            time.sleep(0.5)
+        raise AssertionError(f"seq {seq} not reached; meta {self.reader.meta()}")
+
+    def wait_until_idle(self, quiet_seconds: float = 4.0) -> StreamMeta:
+        """Wait until no batch has been committed for ``quiet_seconds`` (many trigger intervals)."""
+        last = self.reader.meta()
+        quiet_since = time.monotonic()
+        while time.monotonic() - quiet_since < quiet_seconds:
+            time.sleep(0.5)
+            meta = self.reader.meta()
+            if (meta.last_batch, meta.last_seq) != (last.last_batch, last.last_seq):
+                last, quiet_since = meta, time.monotonic()
+        return last
+
+
+@pytest.fixture
+def pipeline(
+    kafka_broker: KafkaBroker, redis_server: RedisServer, unique_name: str, tmp_path: Path,
+    request: pytest.FixtureRequest,
+) -> Iterator[Pipeline]:
+    kafka_broker.create_topic(f"{unique_name}-raw", partitions=2)
+    kafka_broker.create_topic(f"{unique_name}-dlq", partitions=1)
+    pipe = Pipeline(unique_name, tmp_path, kafka_broker, redis_server)
+    yield pipe
+    for run in pipe.runs:
+        if run.alive:
+            run.stop(timeout=30)
+    report = getattr(request.node, "rep_call", None)
+    if report is not None and report.failed:
+        for run in pipe.runs:
+            print(f"--- {run.name} (exit {run.returncode}) ---\n{run.log_tail(60)}")
