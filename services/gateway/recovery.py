@@ -1,0 +1,213 @@
+"""Where a connection starts, and the replay/live junction: pure functions, no I/O (docs/protocol.md).
+
+Server side: ``decide_start`` picks resume-after-seq or snapshot; ``ReplayMerger`` and ``junction_step``
+turn history pages read from Redis plus the live entries buffered since subscribing into one run of
+entries, each seq once, in order, never skipping a missing one. Client side: ``ClientDeduper`` and
+``SeqGapDetector``.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from sparkwire.gateway.protocol import Cursor
+from sparkwire.replaylog.model import Entry, StreamMeta
+
+ResetReason = Literal["none", "no_position", "epoch_mismatch", "cursor_too_old", "cursor_ahead"]
+RESET_REASONS: tuple[ResetReason, ...] = ("none", "no_position", "epoch_mismatch", "cursor_too_old", "cursor_ahead")
+
+
+@dataclass(frozen=True)
+class StartPlan:
+    """Resume after ``after_seq`` (``reset == "none"``), or send a snapshot and continue after its seq."""
+
+    mode: Literal["resume", "snapshot"]
+    after_seq: int | None
+    reset: ResetReason
+    position_from: Literal["cursor", "session", "none"]
+
+    @property
+    def recovered(self) -> bool:
+        return self.mode == "resume"
+
+
+def _snapshot(reason: ResetReason, position_from: Literal["cursor", "session", "none"]) -> StartPlan:
+    return StartPlan(mode="snapshot", after_seq=None, reset=reason, position_from=position_from)
+
+
+def decide_start(
+    cursor: Cursor | None, session_seq: int | None, meta: StreamMeta, *, session_epoch: str | None = None
+) -> StartPlan:
+    """How to start a connection to the stream described by ``meta`` (read from the primary, after
+    subscribing to live).
+
+    The client's cursor wins over its session's last ack: the client knows what it applied, the ack lags.
+    ``session_epoch`` is the epoch the ack was stored under; ``None`` trusts the ack to be of this epoch.
+    """
+    src: Literal["cursor", "session"]
+    if cursor is not None:
+        position, src = cursor, "cursor"
+    elif session_seq is not None:
+        position, src = Cursor(meta.epoch if session_epoch is None else session_epoch, session_seq), "session"
+    else:
+        return _snapshot("no_position", "none")
+    # Seq 0 means "applied nothing": it holds in any epoch, even one created after the client connected
+    # to an empty stream (epoch "").
+    if position.seq > 0 and position.epoch != meta.epoch:
+        return _snapshot("epoch_mismatch", src)
+    if position.seq > meta.last_seq:
+        return _snapshot("cursor_ahead", src)
+    if position.seq < meta.first_seq - 1:
+        return _snapshot("cursor_too_old", src)
+    return StartPlan(mode="resume", after_seq=position.seq, reset="none", position_from=src)
+
+
+@dataclass(frozen=True)
+class Gap:
+    """Seq ``expected`` was due but ``got`` (> expected) came first."""
+
+    expected: int
+    got: int
+
+
+class GapError(Exception):
+    def __init__(self, gap: Gap) -> None:
+        super().__init__(f"gap in the log: expected seq {gap.expected}, got {gap.got}")
+        self.gap = gap
+
+
+class ReplayMerger:
+    """Hands out each seq after ``after_seq`` exactly once, in order, from batches that may overlap,
+    repeat entries and be unordered within a batch."""
+
+    def __init__(self, after_seq: int) -> None:
+        self.delivered = after_seq
+
+    def take(self, entries: Iterable[Entry]) -> tuple[list[Entry], Gap | None]:
+        """The entries of this batch not yet delivered, in seq order, up to the first missing seq, and
+        that ``Gap`` if there is one. Seqs at or below ``delivered`` are dropped, so offering a batch
+        again after filling its hole from history is safe."""
+        by_seq: dict[int, Entry] = {}
+        for entry in entries:
+            if entry.seq > self.delivered:
+                by_seq.setdefault(entry.seq, entry)
+        accepted: list[Entry] = []
+        gap = None
+        for seq in sorted(by_seq):
+            if seq != self.delivered + 1:
+                gap = Gap(expected=self.delivered + 1, got=seq)
+                break
+            accepted.append(by_seq[seq])
+            self.delivered = seq
+        return accepted, gap
+
+    def offer(self, entries: Iterable[Entry]) -> list[Entry]:
+        """Like ``take``, but all or nothing: raises ``GapError`` on a gap, and then takes nothing."""
+        before = self.delivered
+        accepted, gap = self.take(entries)
+        if gap is not None:
+            self.delivered = before
+            raise GapError(gap)
+        return accepted
+
+    def reaches(self, live_buffer: Sequence[Entry]) -> bool:
+        """Whether the live buffer starts at or before the next seq due: history is no longer needed."""
+        return bool(live_buffer) and min(entry.seq for entry in live_buffer) <= self.delivered + 1
+
+
+@dataclass(frozen=True)
+class JunctionStep:
+    """What one history page did: ``entries`` to send now, then ``next``:
+
+    * ``"history"``: read the next page after ``merger.delivered``;
+    * ``"live"``: the live buffer was merged in; from now on offer each live batch as it comes;
+    * ``"gap"``: the log lacks ``gap.expected`` (trimmed, or the stream reset under us): send
+      ``entries`` (all in order before the hole), then restart from a snapshot or close resumably.
+    """
+
+    entries: list[Entry]
+    next: Literal["history", "live", "gap"]
+    gap: Gap | None = None
+
+
+def junction_step(
+    merger: ReplayMerger, page: Sequence[Entry], live_buffer: Sequence[Entry], page_size: int
+) -> JunctionStep:
+    """Merge one history ``page`` (``read_after(merger.delivered, page_size)``) with the live entries
+    buffered since subscribing, which the server subscribed to *before* reading any history.
+
+    A short page means history held nothing more when read; since the subscription is older than the
+    read, every later entry is in the live buffer (or on its way), so the buffer must join without a hole.
+    """
+    if page_size < 1:
+        raise ValueError(f"page_size must be at least 1, got {page_size}")
+    sent, gap = merger.take(page)
+    if gap is not None:
+        return JunctionStep(entries=sent, next="gap", gap=gap)
+    exhausted = len(page) < page_size
+    if not (exhausted or merger.reaches(live_buffer)):
+        return JunctionStep(entries=sent, next="history")
+    from_live, gap = merger.take(live_buffer)
+    sent += from_live
+    if gap is None:
+        return JunctionStep(entries=sent, next="live")
+    # The live feed lost an entry history may still have: read on; only a hole in both is a gap.
+    if exhausted:
+        return JunctionStep(entries=sent, next="gap", gap=gap)
+    return JunctionStep(entries=sent, next="history")
+
+
+class ClientDeduper:
+    """Remembers the last ``capacity`` processingIds seen; a repeat refreshes its place."""
+
+    def __init__(self, capacity: int = 100_000) -> None:
+        if capacity < 1:
+            raise ValueError(f"capacity must be at least 1, got {capacity}")
+        self.capacity = capacity
+        self.duplicates = 0
+        self._seen: OrderedDict[str, None] = OrderedDict()
+
+    def is_duplicate(self, processing_id: str) -> bool:
+        """True if ``processing_id`` was seen (and is still remembered); records it either way."""
+        if processing_id in self._seen:
+            self._seen.move_to_end(processing_id)
+            self.duplicates += 1
+            return True
+        self._seen[processing_id] = None
+        if len(self._seen) > self.capacity:
+            self._seen.popitem(last=False)
+        return False
+
+    def __len__(self) -> int:
+        return len(self._seen)
+
+
+SeqVerdict = Literal["next", "duplicate", "gap"]
+
+
+class SeqGapDetector:
+    """The client's view of seqs: ``last_seq`` is the last seq applied with none missing before it."""
+
+    def __init__(self, after_seq: int = 0) -> None:
+        self.last_seq = after_seq
+        self.duplicates = 0
+        self.gaps = 0
+
+    def observe(self, seq: int) -> SeqVerdict:
+        """``"next"`` (apply it; ``last_seq`` moves), ``"duplicate"`` (drop it) or ``"gap"`` (seqs are
+        missing: drop it and reconnect with the cursor ``last_seq``, which stays put)."""
+        if seq == self.last_seq + 1:
+            self.last_seq = seq
+            return "next"
+        if seq <= self.last_seq:
+            self.duplicates += 1
+            return "duplicate"
+        self.gaps += 1
+        return "gap"
+
+    def reset(self, seq: int) -> None:
+        """Start over after a snapshot consistent with ``seq``; the counts are kept (they go in acks)."""
+        self.last_seq = seq
