@@ -13,6 +13,7 @@ Runner = Callable[[argparse.Namespace], int]
 
 def build_parser() -> argparse.ArgumentParser:
     from sparkwire.aggregator import job
+    from sparkwire.gateway import main as gateway
     from sparkwire.producer import main as producer
 
     parser = argparse.ArgumentParser(
@@ -35,6 +36,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     producer.add_arguments(produce)
     produce.set_defaults(run=producer.run)
+
+    serve = commands.add_parser(
+        "gateway", help="serve replay logs to WebSocket clients (one stateless pod)",
+        description=gateway.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    gateway.add_arguments(serve)
+    serve.set_defaults(run=gateway.run)
     return parser
 
 

@@ -1,0 +1,131 @@
+"""The Starlette application of one gateway pod: ``/ws`` plus snapshot, health, readiness and metrics."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import redis.asyncio as redis_async
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from redis.exceptions import RedisError
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route, WebSocketRoute
+from starlette.websockets import WebSocket
+
+from sparkwire.gateway import metrics
+from sparkwire.gateway.close_codes import CloseCode, close_reason
+from sparkwire.gateway.connection import Close, Connection, ConnectionSettings
+from sparkwire.gateway.history import read_snapshot
+from sparkwire.gateway.hub import StreamHub, stop_hub
+from sparkwire.gateway.protocol import encode_error
+from sparkwire.gateway.sessions import SessionStore
+from sparkwire.replaylog.keys import StreamKeys
+
+
+@dataclass
+class Gateway:
+    client: redis_async.Redis
+    streams: list[str]
+    connection: ConnectionSettings
+    sessions: SessionStore
+    allowed_origins: frozenset[str]
+    ring_size: int
+    send_queue: int
+    hubs: dict[str, StreamHub] = field(default_factory=dict)
+    draining: asyncio.Event = field(default_factory=asyncio.Event)
+    open_connections: int = 0
+
+    def __post_init__(self) -> None:
+        self.hubs = {s: StreamHub(self.client, StreamKeys(s), ring_size=self.ring_size, queue_size=self.send_queue)
+                     for s in self.streams}
+
+
+async def _refuse(websocket: WebSocket, code: CloseCode, reason: str) -> None:
+    await websocket.accept()  # accept first: a close code is only visible to a client on an open socket
+    if not code.resumable:
+        await websocket.send_text(encode_error(code, reason))
+    await websocket.close(code=int(code), reason=close_reason(reason))
+    metrics.CLOSES.labels(code=str(int(code))).inc()
+
+
+def create_app(gateway: Gateway) -> Starlette:
+    async def websocket_endpoint(websocket: WebSocket) -> None:
+        origin = websocket.headers.get("origin")
+        stream = websocket.query_params.get("stream", "")
+        if gateway.allowed_origins and origin not in gateway.allowed_origins:
+            return await _refuse(websocket, CloseCode.POLICY_VIOLATION, f"origin {origin!r} not allowed")
+        hub = gateway.hubs.get(stream)
+        if hub is None:
+            return await _refuse(websocket, CloseCode.UNKNOWN_STREAM, f"stream {stream!r} is not served here")
+        if gateway.draining.is_set():
+            return await _refuse(websocket, CloseCode.GOING_AWAY, "pod draining")
+        await websocket.accept()
+        gateway.open_connections += 1
+        metrics.CONNECTIONS.labels(stream=stream).inc()
+        try:
+            await Connection(websocket, hub, gateway.client, gateway.sessions, gateway.connection,
+                             gateway.draining).serve()
+        finally:
+            gateway.open_connections -= 1
+            metrics.CONNECTIONS.labels(stream=stream).dec()
+
+    async def snapshot(request: Request) -> Response:
+        stream = request.query_params.get("stream", "")
+        hub = gateway.hubs.get(stream)
+        if hub is None:
+            return JSONResponse({"error": f"stream {stream!r} is not served here"}, status_code=404)
+        try:
+            snap = await read_snapshot(gateway.client, hub.keys)
+        except RedisError:
+            metrics.REDIS_ERRORS.labels(operation="snapshot").inc()
+            return JSONResponse({"error": "redis unavailable"}, status_code=503)
+        items = {k: {"seq": v.seq, "processingId": v.processing_id, "data": v.data} for k, v in snap.items.items()}
+        return Response(json.dumps({"epoch": snap.epoch, "seq": snap.seq, "items": items}),
+                        media_type="application/json")
+
+    async def healthz(_: Request) -> Response:
+        return PlainTextResponse("ok")
+
+    async def readyz(_: Request) -> Response:
+        if gateway.draining.is_set():
+            return PlainTextResponse("draining", status_code=503)
+        try:
+            await asyncio.wait_for(gateway.client.ping(), 1.0)
+        except (RedisError, OSError, TimeoutError):
+            return PlainTextResponse("redis unreachable", status_code=503)
+        if not all(hub.healthy for hub in gateway.hubs.values()):
+            return PlainTextResponse("stream readers not following", status_code=503)
+        return PlainTextResponse("ready")
+
+    async def metrics_endpoint(_: Request) -> Response:
+        return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        tasks = [asyncio.create_task(hub.run(), name=f"hub-{s}") for s, hub in gateway.hubs.items()]
+        try:
+            yield
+        finally:
+            gateway.draining.set()
+            for task in tasks:
+                await stop_hub(task)
+            await gateway.client.aclose()
+
+    return Starlette(
+        routes=[
+            WebSocketRoute("/ws", websocket_endpoint),
+            Route("/snapshot", snapshot),
+            Route("/healthz", healthz),
+            Route("/readyz", readyz),
+            Route("/metrics", metrics_endpoint),
+        ],
+        lifespan=lifespan,
+    )
+
+
+__all__ = ["Close", "Gateway", "create_app"]

@@ -1,0 +1,40 @@
+"""Signed tokens: JWT HS256 (PyJWT), expiry required, the streams a client may read in a claim."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jwt
+
+from sparkwire.gateway.close_codes import CloseCode
+
+STREAMS_CLAIM = "streams"
+ALGORITHM = "HS256"
+
+
+@dataclass(frozen=True)
+class AuthError(Exception):
+    code: CloseCode
+    reason: str
+
+
+def issue_token(secret: str, streams: list[str], ttl_seconds: int, *, subject: str = "client", now: int) -> str:
+    """A token for ``streams`` (``["*"]`` for all) valid ``ttl_seconds`` from ``now`` (for tools and tests)."""
+    claims = {"sub": subject, STREAMS_CLAIM: streams, "iat": now, "exp": now + ttl_seconds}
+    return jwt.encode(claims, secret, algorithm=ALGORITHM)
+
+
+def check_token(token: str | None, secret: str, stream: str, *, leeway_seconds: int = 5) -> None:
+    """Raise ``AuthError`` unless ``token`` is signed with ``secret``, unexpired and grants ``stream``."""
+    if not token:
+        raise AuthError(CloseCode.AUTH_FAILED, "token required")
+    try:
+        claims = jwt.decode(token, secret, algorithms=[ALGORITHM], options={"require": ["exp"]},
+                            leeway=leeway_seconds)
+    except jwt.ExpiredSignatureError:
+        raise AuthError(CloseCode.AUTH_FAILED, "token expired") from None
+    except jwt.InvalidTokenError as error:
+        raise AuthError(CloseCode.AUTH_FAILED, f"invalid token: {error}") from None
+    granted = claims.get(STREAMS_CLAIM)
+    if not isinstance(granted, list) or not (stream in granted or "*" in granted):
+        raise AuthError(CloseCode.FORBIDDEN_STREAM, f"token does not grant stream {stream!r}")

@@ -1,0 +1,283 @@
+"""One WebSocket client: hello, resume or snapshot, history merged with live by seq, acks into its session.
+
+The decisions are the pure functions of ``recovery.py``; this module only does the I/O around them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import redis.asyncio as redis_async
+from redis.exceptions import RedisError
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from sparkwire.gateway import metrics
+from sparkwire.gateway.auth import AuthError, check_token
+from sparkwire.gateway.close_codes import CloseCode, close_reason
+from sparkwire.gateway.history import read_after, read_snapshot
+from sparkwire.gateway.hub import LiveEntry, StreamHub, Subscription
+from sparkwire.gateway.protocol import (
+    Ack,
+    EncodedEntry,
+    Hello,
+    Ping,
+    Pong,
+    ProtocolError,
+    Welcome,
+    encode_entry,
+    encode_error,
+    encode_heartbeat,
+    encode_snapshot,
+    encode_welcome,
+    pack_entries,
+    parse_client_frame,
+)
+from sparkwire.gateway.recovery import ReplayMerger, decide_start, junction_step
+from sparkwire.gateway.sessions import SessionPosition, SessionStore
+from sparkwire.replaylog.model import Entry
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ConnectionSettings:
+    ack_every: int
+    ack_interval_ms: int
+    hello_timeout_s: float
+    max_client_frame_bytes: int
+    max_server_frame_bytes: int
+    page_size: int
+    auth_secret: str
+
+
+class Close(Exception):
+    """End the connection with ``code``; terminal codes get an ``error`` frame first."""
+
+    def __init__(self, code: CloseCode, reason: str) -> None:
+        super().__init__(reason)
+        self.code = code
+        self.reason = reason
+
+
+class Connection:
+    def __init__(self, websocket: WebSocket, hub: StreamHub, client: redis_async.Redis, sessions: SessionStore,
+                 settings: ConnectionSettings, draining: asyncio.Event) -> None:
+        self.websocket = websocket
+        self.hub = hub
+        self.client = client
+        self.sessions = sessions
+        self.settings = settings
+        self.draining = draining
+        self.stream = hub.stream
+        self.session_id = ""
+        self.epoch = ""
+        self.merger = ReplayMerger(0)
+        self.last_ack = 0
+        self.reported = (0, 0)
+
+    async def serve(self) -> None:
+        """Run until the client leaves or a ``Close`` is raised; never lets an error escape."""
+        code: CloseCode | None = None
+        try:
+            await self._serve()
+        except Close as close:
+            code = close.code
+            await self._close(close.code, close.reason)
+        except ProtocolError as error:
+            code = error.code
+            await self._close(error.code, error.reason)
+        except AuthError as error:
+            code = error.code
+            await self._close(error.code, error.reason)
+        except (WebSocketDisconnect, ConnectionError):
+            pass
+        except RedisError as error:
+            metrics.REDIS_ERRORS.labels(operation="connection").inc()
+            code = CloseCode.REDIS_UNAVAILABLE
+            await self._close(CloseCode.REDIS_UNAVAILABLE, f"redis unavailable: {type(error).__name__}")
+        except Exception:
+            log.exception("connection failed")
+            code = CloseCode.INTERNAL_ERROR
+            await self._close(CloseCode.INTERNAL_ERROR, "internal error")
+        if code is not None:
+            metrics.CLOSES.labels(code=str(int(code))).inc()
+
+    async def _serve(self) -> None:
+        hello = await self._receive_hello()
+        if self.settings.auth_secret:
+            check_token(hello.token, self.settings.auth_secret, self.stream)
+        self.session_id = hello.session or uuid.uuid4().hex
+        subscription = self.hub.subscribe()  # before any read, so nothing committed from now on is missed
+        try:
+            await self._start(hello)
+            await self._run(subscription)
+        finally:
+            self.hub.unsubscribe(subscription)
+
+    async def _receive_hello(self) -> Hello:
+        try:
+            message = await asyncio.wait_for(self.websocket.receive(), self.settings.hello_timeout_s)
+        except TimeoutError:
+            raise Close(CloseCode.TIMEOUT, "no hello in time") from None
+        frame = parse_client_frame(self._payload(message), self.settings.max_client_frame_bytes)
+        if not isinstance(frame, Hello):
+            raise ProtocolError(CloseCode.PROTOCOL_VIOLATION, "the first frame must be a hello")
+        return frame
+
+    def _payload(self, message: Mapping[str, Any]) -> str | bytes:
+        if message["type"] == "websocket.disconnect":
+            raise WebSocketDisconnect(int(str(message.get("code", 1000))))
+        text, data = message.get("text"), message.get("bytes")
+        if isinstance(text, str):
+            return text
+        return data if isinstance(data, bytes) else b""
+
+    async def _start(self, hello: Hello) -> None:
+        meta = await self.hub.meta()
+        # Loaded even with a cursor: its counts are the baseline of the cumulative ones the acks carry.
+        stored = await self.sessions.load(self.session_id, self.stream) if hello.session else None
+        plan = decide_start(hello.cursor, stored.seq if stored else None, meta,
+                            session_epoch=stored.epoch if stored else None)
+        if stored is not None:
+            self.reported = (stored.duplicates, stored.gaps)
+        await self.sessions.connected(self.session_id, self.stream)
+        self.epoch = meta.epoch
+        await self.websocket.send_text(encode_welcome(Welcome(
+            session=self.session_id, epoch=meta.epoch, head_seq=meta.last_seq, recovered=plan.recovered,
+            reset=None if plan.reset == "none" else plan.reset, ack_every=self.settings.ack_every,
+            ack_interval_ms=self.settings.ack_interval_ms,
+        )))
+        if plan.after_seq is not None:
+            after = plan.after_seq
+        else:
+            metrics.RESETS.labels(stream=self.stream, reason=plan.reset).inc()
+            snapshot = await read_snapshot(self.client, self.hub.keys)
+            self.epoch, after = snapshot.epoch, snapshot.seq
+            for frame in encode_snapshot(snapshot, self.settings.max_server_frame_bytes):
+                await self.websocket.send_text(frame)
+        self.merger = ReplayMerger(after)
+        self.last_ack = after
+
+    async def _run(self, subscription: Subscription) -> None:
+        sender = asyncio.create_task(self._send_loop(subscription))
+        receiver = asyncio.create_task(self._receive_loop())
+        overflow = asyncio.create_task(subscription.overflowed.wait())
+        reset = asyncio.create_task(subscription.reset.wait())
+        drain = asyncio.create_task(self.draining.wait())
+        tasks = {sender, receiver, overflow, reset, drain}
+        try:
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in tasks:
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+        if overflow in done:
+            metrics.SLOW_CONSUMER_CLOSES.labels(stream=self.stream).inc()
+            raise Close(CloseCode.SLOW_CONSUMER, "send queue overflowed")
+        if reset in done:
+            raise Close(CloseCode.STREAM_RESET, "stream epoch changed")
+        if drain in done:
+            raise Close(CloseCode.GOING_AWAY, "pod draining")
+        for task in done:
+            task.result()  # re-raise what ended the sender or the receiver
+
+    async def _send_loop(self, subscription: Subscription) -> None:
+        pending: list[LiveEntry] = []
+        while True:
+            await self._catch_up(subscription, pending)
+            pending = []
+            while True:
+                batch = await subscription.queue.get()
+                sent, gap = self.merger.take([live.entry for live in batch])
+                overlap = sum(1 for live in batch if live.entry.seq <= self.merger.delivered) - len(sent)
+                if overlap > 0:
+                    metrics.GATEWAY_DUPLICATES.labels(stream=self.stream).inc(overlap)
+                sent_seqs = {entry.seq for entry in sent}
+                await self._send([live.encoded for live in batch if live.entry.seq in sent_seqs], live=True)
+                sent_at = now_ms()
+                for entry in sent:
+                    metrics.DELIVERY_LATENCY.observe(max(sent_at - entry.commit_ms, 0) / 1000)
+                if gap is not None:  # the live feed skipped a seq: read it from history
+                    metrics.GAPS_DETECTED.labels(stream=self.stream).inc()
+                    pending = [live for live in batch if live.entry.seq > self.merger.delivered]
+                    break
+
+    async def _catch_up(self, subscription: Subscription, pending: list[LiveEntry]) -> None:
+        """Send history after ``merger.delivered`` until it joins the live entries buffered meanwhile."""
+        while True:
+            while not subscription.queue.empty():
+                pending.extend(subscription.queue.get_nowait())
+            page, source = await self._history_page()
+            encodings = {live.entry.seq: live.encoded for live in pending}
+            encodings.update({entry.seq: encoded for entry, encoded in page})
+            step = junction_step(self.merger, [entry for entry, _ in page], [live.entry for live in pending],
+                                 self.settings.page_size)
+            metrics.ENTRIES_REPLAYED.labels(stream=self.stream, source=source).inc(len(step.entries))
+            await self._send([encodings[entry.seq] for entry in step.entries], live=False)
+            if step.next == "live":
+                return
+            if step.next == "gap":
+                metrics.GAPS_DETECTED.labels(stream=self.stream).inc()
+                # trimmed under us or a new epoch: the client resumes and gets a snapshot
+                raise Close(CloseCode.STREAM_RESET, f"seq {self.merger.delivered + 1} is no longer in the log")
+
+    async def _history_page(self) -> tuple[list[tuple[Entry, EncodedEntry]], str]:
+        """The next page after what was delivered: from the pod's ring when it has it, else Redis."""
+        ring = self.hub.ring_after(self.merger.delivered, self.settings.page_size)
+        if ring is not None and self.hub.epoch == self.epoch:
+            return [(live.entry, live.encoded) for live in ring], "ring"
+        entries = await read_after(self.client, self.hub.keys, self.merger.delivered, self.settings.page_size)
+        return [(entry, encode_entry(entry)) for entry in entries], "redis"
+
+    async def _send(self, entries: list[EncodedEntry], *, live: bool) -> None:
+        if not entries:
+            return
+        for frame in pack_entries(self.epoch, entries, self.settings.max_server_frame_bytes):
+            await self.websocket.send_text(frame)
+        metrics.ENTRIES_DELIVERED.labels(stream=self.stream).inc(len(entries))
+
+    async def _receive_loop(self) -> None:
+        while True:
+            message = await self.websocket.receive()
+            frame = parse_client_frame(self._payload(message), self.settings.max_client_frame_bytes)
+            if isinstance(frame, Ack):
+                await self._on_ack(frame)
+            elif isinstance(frame, Ping):
+                await self.websocket.send_text(encode_heartbeat(Pong(frame.t)))
+            elif isinstance(frame, Pong):
+                continue
+            else:
+                raise ProtocolError(CloseCode.PROTOCOL_VIOLATION, "a second hello on one connection")
+
+    async def _on_ack(self, ack: Ack) -> None:
+        if ack.seq > self.merger.delivered or ack.seq < self.last_ack:
+            raise ProtocolError(CloseCode.PROTOCOL_VIOLATION,
+                                f"ack of seq {ack.seq} outside {self.last_ack}..{self.merger.delivered}")
+        duplicates, gaps = self.reported
+        if ack.duplicates > duplicates:
+            metrics.CLIENT_DUPLICATES.labels(stream=self.stream).inc(ack.duplicates - duplicates)
+        if ack.gaps > gaps:
+            metrics.CLIENT_GAPS.labels(stream=self.stream).inc(ack.gaps - gaps)
+        self.reported = (max(duplicates, ack.duplicates), max(gaps, ack.gaps))
+        self.last_ack = ack.seq
+        await self.sessions.acked(self.session_id, self.stream,
+                                  SessionPosition(self.epoch, ack.seq, *self.reported))
+
+    async def _close(self, code: CloseCode, reason: str) -> None:
+        with contextlib.suppress(Exception):
+            if not code.resumable:
+                await asyncio.wait_for(self.websocket.send_text(encode_error(code, reason)), 1.0)
+            await asyncio.wait_for(self.websocket.close(code=int(code), reason=close_reason(reason)), 2.0)
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)

@@ -1,0 +1,163 @@
+"""One reader per pod per stream: a blocking XREAD loop that feeds a ring of recent entries and fans
+each batch out to the connections, every entry encoded once for all of them."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import redis.asyncio as redis_async
+from redis.exceptions import RedisError
+
+from sparkwire.gateway import metrics
+from sparkwire.gateway.protocol import EncodedEntry, encode_entry
+from sparkwire.replaylog.keys import StreamKeys
+from sparkwire.replaylog.model import Entry, StreamMeta
+from sparkwire.replaylog.reader import entry_id, parse_entry, parse_meta
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class LiveEntry:
+    entry: Entry
+    encoded: EncodedEntry
+
+
+Batch = Sequence[LiveEntry]
+
+
+@dataclass(eq=False)
+class Subscription:
+    """A connection's bounded queue of live batches. Overflow marks it; the connection then closes
+    with the resumable slow-consumer code instead of slowing the hub or the other connections."""
+
+    queue: asyncio.Queue[Batch]
+    overflowed: asyncio.Event = field(default_factory=asyncio.Event)
+    reset: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def offer(self, batch: Batch) -> None:
+        try:
+            self.queue.put_nowait(batch)
+        except asyncio.QueueFull:
+            self.overflowed.set()
+
+
+class StreamHub:
+    def __init__(self, client: redis_async.Redis, keys: StreamKeys, *, ring_size: int, block_ms: int = 1000,
+                 queue_size: int = 256) -> None:
+        self.client = client
+        self.keys = keys
+        self.ring: deque[LiveEntry] = deque(maxlen=ring_size)
+        self.block_ms = block_ms
+        self.queue_size = queue_size
+        self.subscriptions: set[Subscription] = set()
+        self.epoch = ""
+        self.head_seq = 0
+        self.healthy = False
+        self.started = asyncio.Event()
+
+    @property
+    def stream(self) -> str:
+        return self.keys.stream
+
+    def subscribe(self) -> Subscription:
+        subscription = Subscription(asyncio.Queue(maxsize=self.queue_size))
+        self.subscriptions.add(subscription)
+        return subscription
+
+    def unsubscribe(self, subscription: Subscription) -> None:
+        self.subscriptions.discard(subscription)
+
+    def ring_after(self, seq: int, limit: int) -> list[LiveEntry] | None:
+        """Up to ``limit`` ring entries after ``seq``, or None when the ring does not start at ``seq + 1``
+        or earlier (the caller must read Redis)."""
+        if not self.ring or self.ring[0].entry.seq > seq + 1:
+            return None
+        start = seq + 1 - self.ring[0].entry.seq
+        return [self.ring[i] for i in range(max(start, 0), min(len(self.ring), max(start, 0) + limit))]
+
+    async def meta(self) -> StreamMeta:
+        return parse_meta(await self.client.hgetall(self.keys.meta))
+
+    async def run(self) -> None:
+        backoff = 0.05
+        while True:
+            try:
+                await self._follow()
+            except asyncio.CancelledError:
+                raise
+            except (RedisError, OSError) as error:
+                self.healthy = False
+                metrics.REDIS_ERRORS.labels(operation="xread").inc()
+                log.warning("hub lost redis", extra={"fields": {"stream": self.stream, "error": str(error)}})
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 2.0)
+            else:
+                backoff = 0.05
+
+    async def _follow(self) -> None:
+        meta = await self.meta()
+        if meta.epoch != self.epoch and (self.epoch or not self.started.is_set()):
+            self._reset(meta)
+        self.healthy = True
+        self.started.set()
+        while True:
+            response = await self.client.xread({self.keys.log: entry_id(self.head_seq)}, count=1000,
+                                               block=self.block_ms)
+            if not response:
+                meta = await self.meta()  # quiet: a good moment to notice a lost log (new epoch)
+                metrics.SINK_DUPLICATES.labels(stream=self.stream).set(
+                    meta.counters.get("duplicates_suppressed", 0))
+                if (self.epoch and meta.epoch != self.epoch) or meta.last_seq < self.head_seq:
+                    self._reset(meta)
+                continue
+            if not self.epoch:  # the first commit to an empty stream created its epoch just now
+                self.epoch = (await self.meta()).epoch
+            self._publish([parse_entry(entry_id_raw, fields) for entry_id_raw, fields in _xread_entries(response)])
+
+    def _publish(self, entries: list[Entry]) -> None:
+        batch: list[LiveEntry] = []
+        for entry in entries:
+            if entry.seq != self.head_seq + 1:
+                metrics.GAPS_DETECTED.labels(stream=self.stream).inc()
+                log.warning("hub saw a seq hole", extra={"fields": {"stream": self.stream, "head": self.head_seq,
+                                                                    "got": entry.seq}})
+            try:
+                batch.append(LiveEntry(entry, encode_entry(entry)))
+            except ValueError:
+                log.exception("entry with invalid data skipped by the hub")
+                continue
+            self.head_seq = entry.seq
+        self.ring.extend(batch)
+        metrics.HEAD_SEQ.labels(stream=self.stream).set(self.head_seq)
+        for subscription in list(self.subscriptions):
+            subscription.offer(batch)
+
+    def _reset(self, meta: StreamMeta) -> None:
+        """The log this pod followed is gone (new epoch): connections must start over from a snapshot."""
+        if self.epoch:
+            log.warning("stream epoch changed", extra={"fields": {"stream": self.stream, "old": self.epoch,
+                                                                  "new": meta.epoch}})
+            for subscription in self.subscriptions:
+                subscription.reset.set()
+        self.epoch = meta.epoch
+        self.head_seq = meta.last_seq
+        self.ring.clear()
+
+
+def _xread_entries(response: Any) -> list[tuple[bytes, dict[bytes, bytes]]]:
+    """The entries of a one-stream XREAD reply, RESP2 (list of [key, entries]) or RESP3 (map)."""
+    per_stream = response.values() if isinstance(response, dict) else [entries for _, entries in response]
+    return [entry for entries in per_stream for entry in cast("list[tuple[bytes, dict[bytes, bytes]]]", entries)]
+
+
+async def stop_hub(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task

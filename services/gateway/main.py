@@ -1,0 +1,71 @@
+"""``sparkwire gateway``: one stateless WebSocket pod serving replay logs, run by uvicorn.
+
+SIGTERM drains: readiness turns false, every client is closed with the resumable going-away code (they
+resume on another pod), and the process exits once they are gone or ``--drain-seconds`` have passed.
+A second SIGTERM exits at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+from types import FrameType
+
+import redis.asyncio as redis_async
+import uvicorn
+
+from sparkwire import logs
+from sparkwire.gateway.app import Gateway, create_app
+from sparkwire.gateway.sessions import SessionStore
+from sparkwire.gateway.settings import add_arguments, connection_settings, split_list
+from sparkwire.replaylog.keys import StreamKeys
+
+log = logging.getLogger(__name__)
+
+__all__ = ["add_arguments", "run"]
+
+
+class DrainingServer(uvicorn.Server):
+    def __init__(self, config: uvicorn.Config, gateway: Gateway, drain_seconds: float) -> None:
+        super().__init__(config)
+        self.gateway = gateway
+        self.drain_seconds = drain_seconds
+        self.drain_started = False
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if self.drain_started or self.should_exit:
+            super().handle_exit(sig, frame)
+            return
+        self.drain_started = True
+        log.info("draining", extra={"fields": {"signal": sig, "connections": self.gateway.open_connections}})
+        asyncio.get_running_loop().create_task(self._drain())
+
+    async def _drain(self) -> None:
+        self.gateway.draining.set()  # readyz -> 503; connections close with 1001 going_away
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.drain_seconds
+        while self.gateway.open_connections > 0 and loop.time() < deadline:
+            await asyncio.sleep(0.05)
+        self.should_exit = True
+
+
+def run(args: argparse.Namespace) -> int:
+    logs.configure(args.log_level)
+    streams = split_list(args.streams)
+    for stream in streams:
+        StreamKeys(stream)  # fail at start on a bad name, not on the first client
+    client = redis_async.Redis.from_url(args.redis_url, health_check_interval=10)
+    gateway = Gateway(
+        client=client, streams=streams, connection=connection_settings(args),
+        sessions=SessionStore(client, ttl_seconds=args.session_ttl_seconds, pod=args.pod_name),
+        allowed_origins=frozenset(split_list(args.allowed_origins)), ring_size=args.ring_size,
+        send_queue=args.send_queue,
+    )
+    config = uvicorn.Config(
+        create_app(gateway), host=args.host, port=args.port, log_level=args.log_level.lower(),
+        ws_max_size=args.max_frame_bytes, ws_ping_interval=20.0, ws_ping_timeout=20.0, access_log=False,
+        timeout_graceful_shutdown=max(args.drain_seconds, 1), lifespan="on",
+    )
+    DrainingServer(config, gateway, args.drain_seconds).run()
+    return 0

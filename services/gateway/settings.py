@@ -1,0 +1,62 @@
+"""``sparkwire gateway`` options: flags with matching ``SPARKWIRE_*`` environment variables."""
+
+from __future__ import annotations
+
+import argparse
+import socket
+
+from sparkwire.gateway.connection import ConnectionSettings
+from sparkwire.gateway.protocol import (
+    DEFAULT_ACK_EVERY,
+    DEFAULT_ACK_INTERVAL_MS,
+    HELLO_TIMEOUT_S,
+    MAX_CLIENT_FRAME_BYTES,
+    MAX_SERVER_FRAME_BYTES,
+)
+from sparkwire.options import add_option, non_negative_int, positive_int
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_option(parser, "--host", default="0.0.0.0", help="address to listen on")
+    add_option(parser, "--port", type=positive_int, default=8080, help="port to listen on")
+    add_option(parser, "--redis-url", default="redis://127.0.0.1:6379/0", help="Redis holding the replay log")
+    add_option(parser, "--streams", default="metrics", help="comma-separated streams this gateway serves")
+    add_option(parser, "--allowed-origins", default="",
+               help="comma-separated Origin values allowed to connect; empty allows any")
+    add_option(parser, "--auth-secret", default="",
+               help="HMAC secret of client tokens (JWT HS256); empty turns authentication off")
+    add_option(parser, "--ring-size", type=positive_int, default=10_000,
+               help="recent entries kept in memory per stream for replays")
+    add_option(parser, "--send-queue", type=positive_int, default=256,
+               help="live batches queued per connection before it is closed as a slow consumer")
+    add_option(parser, "--page-size", type=positive_int, default=500, help="entries per history read")
+    add_option(parser, "--ack-every", type=positive_int, default=DEFAULT_ACK_EVERY,
+               help="clients ack after this many entries")
+    add_option(parser, "--ack-interval-ms", type=positive_int, default=DEFAULT_ACK_INTERVAL_MS,
+               help="clients ack at least this often while entries arrive")
+    add_option(parser, "--session-ttl-seconds", type=positive_int, default=86_400,
+               help="how long a session's position outlives its last ack")
+    add_option(parser, "--hello-timeout-ms", type=positive_int, default=int(HELLO_TIMEOUT_S * 1000),
+               help="close connections that send no hello within this time")
+    add_option(parser, "--max-frame-bytes", type=positive_int, default=MAX_CLIENT_FRAME_BYTES,
+               help="largest client frame accepted")
+    add_option(parser, "--drain-seconds", type=non_negative_int, default=10,
+               help="on SIGTERM, how long to wait for clients to leave after closing them")
+    add_option(parser, "--pod-name", default=socket.gethostname(), help="this pod's name in session hashes")
+    add_option(parser, "--log-level", default="INFO", help="log level")
+
+
+def connection_settings(args: argparse.Namespace) -> ConnectionSettings:
+    return ConnectionSettings(
+        ack_every=args.ack_every,
+        ack_interval_ms=args.ack_interval_ms,
+        hello_timeout_s=args.hello_timeout_ms / 1000,
+        max_client_frame_bytes=args.max_frame_bytes,
+        max_server_frame_bytes=MAX_SERVER_FRAME_BYTES,
+        page_size=args.page_size,
+        auth_secret=args.auth_secret,
+    )
+
+
+def split_list(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
