@@ -1,0 +1,236 @@
+"""The asyncio loop of the client: connect, hello, feed frames to the ``ClientSession``, send what it
+says, ack on time, and reconnect with backoff until stopped or closed for good.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed, InvalidHandshake
+from websockets.typing import Origin
+
+from sparkwire.client.reconnect import (
+    ABNORMAL_CLOSURE,
+    CLIENT_GAP_CLOSE,
+    CLIENT_PROTOCOL_ERROR_CLOSE,
+    ReconnectPolicy,
+    TerminalClose,
+    next_step,
+)
+from sparkwire.client.server_frames import ReceivedEntry
+from sparkwire.client.session import ClientSession
+from sparkwire.gateway.close_codes import close_reason
+from sparkwire.gateway.protocol import Cursor
+from sparkwire.replaylog.model import StateItem
+
+
+@dataclass(frozen=True)
+class ClientStats:
+    connects: int
+    """Connections that got a ``welcome``."""
+    reconnects: int
+    """Connections opened after the first one (successful TCP + upgrade)."""
+    connection_failures: int
+    """Attempts that did not get as far as an open WebSocket (refused, timed out, bad upgrade)."""
+    duplicates: int
+    gaps: int
+    resets: dict[str, int]
+    """Snapshot starts by the ``reset`` reason of their welcome."""
+    frames_received: int
+    acks_sent: int
+    closes: dict[int, int]
+    """How the connections ended, by close code (1006: dropped without a close frame)."""
+    terminal: TerminalClose | None
+
+
+@dataclass(frozen=True)
+class _Ended:
+    code: int
+    reason: str
+    welcomed: bool
+    client_gap: bool = False
+    client_refused_frame: bool = False
+    stopped: bool = False
+
+
+class StreamClient:
+    """One stream, read exactly once over WebSockets: ``await run()`` until ``await stop()``.
+
+    ``url`` is the gateway's, e.g. ``ws://127.0.0.1:8080/ws?stream=metrics``. ``run()`` raises
+    ``TerminalClose`` when the server ends the session with a code that must not be retried (also kept
+    in ``stats().terminal``); every other ending reconnects with backoff and resumes from ``cursor``.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        token: str | None = None,
+        origin: str | None = None,
+        on_entry: Callable[[ReceivedEntry], None] | None = None,
+        dedup_capacity: int = 100_000,
+        reconnect: ReconnectPolicy | None = None,
+        open_timeout_s: float = 5.0,
+        rng: random.Random | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.url = url
+        self.origin = origin
+        self.session = ClientSession(token=token, on_entry=on_entry, dedup_capacity=dedup_capacity, clock=clock)
+        self.reconnect = reconnect if reconnect is not None else ReconnectPolicy()
+        self.open_timeout_s = open_timeout_s
+        self._rng = rng if rng is not None else random.Random()
+        self._stop = asyncio.Event()
+        self._progress = asyncio.Event()  # set after every frame: wakes ``wait_until``
+        self._running = False
+        self._finished = asyncio.Event()
+        self._opened = 0
+        self._connection_failures = 0
+        self._closes: Counter[int] = Counter()
+        self._terminal: TerminalClose | None = None
+
+    # -- what callers read ---------------------------------------------------------------------------
+
+    @property
+    def state(self) -> dict[str, StateItem]:
+        return self.session.state
+
+    @property
+    def applied(self) -> list[tuple[int, str]]:
+        return self.session.applied
+
+    @property
+    def cursor(self) -> Cursor | None:
+        return self.session.cursor
+
+    def stats(self) -> ClientStats:
+        session = self.session
+        return ClientStats(
+            connects=session.welcomes,
+            reconnects=max(0, self._opened - 1),
+            connection_failures=self._connection_failures,
+            duplicates=session.duplicates,
+            gaps=session.gaps,
+            resets=dict(session.resets),
+            frames_received=session.frames_received,
+            acks_sent=session.acks_sent,
+            closes=dict(self._closes),
+            terminal=self._terminal,
+        )
+
+    async def wait_until(self, predicate: Callable[[], bool], timeout: float) -> None:
+        """Wait until ``predicate()`` holds (checked after every frame); ``TimeoutError`` otherwise, or
+        the ``TerminalClose`` that ended the client."""
+        async with asyncio.timeout(timeout):
+            while not predicate():
+                if self._terminal is not None:
+                    raise self._terminal
+                if self._finished.is_set():
+                    raise RuntimeError("the client stopped before the condition held")
+                self._progress.clear()
+                await self._progress.wait()
+
+    # -- lifecycle -----------------------------------------------------------------------------------
+
+    async def stop(self) -> None:
+        """Close the connection normally (after a last ack) and wait for ``run()`` to return."""
+        self._stop.set()
+        if self._running:
+            await self._finished.wait()
+
+    async def run(self) -> None:
+        if self._running:
+            raise RuntimeError("run() is already running")
+        self._running = True
+        self._finished.clear()
+        try:
+            await self._run()
+        finally:
+            self._running = False
+            self._finished.set()
+            self._progress.set()
+
+    async def _run(self) -> None:
+        attempt, delay = 0, 0.0
+        while not self._stop.is_set():
+            if delay > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stop.wait(), delay)
+                if self._stop.is_set():
+                    return
+            try:
+                async with connect(
+                    self.url, open_timeout=self.open_timeout_s, max_size=None,
+                    origin=Origin(self.origin) if self.origin is not None else None,
+                ) as ws:
+                    self._opened += 1
+                    ended = await self._serve(ws)
+            except (OSError, TimeoutError, InvalidHandshake) as error:
+                # Refused, unreachable or a proxy's 502 while no backend is up: as resumable as a drop.
+                self._connection_failures += 1
+                ended = _Ended(ABNORMAL_CLOSURE, f"connect failed: {error!r}", welcomed=False)
+            if ended.stopped:
+                return
+            self._closes[ended.code] += 1
+            step = next_step(
+                ended.code, attempt=attempt, welcomed=ended.welcomed, policy=self.reconnect, rng=self._rng,
+                client_gap=ended.client_gap,
+            )
+            # A frame this client cannot read would come again after a reconnect: a server or version bug.
+            if not step.reconnect or ended.client_refused_frame:
+                # The error frame sent before the close holds the reason the close frame may truncate.
+                error_frame = self.session.last_error
+                full = error_frame is not None and error_frame.code == ended.code
+                self._terminal = TerminalClose(ended.code, error_frame.reason if error_frame and full else ended.reason)
+                raise self._terminal
+            attempt, delay = step.attempt, step.delay_s
+
+    async def _serve(self, ws: ClientConnection) -> _Ended:
+        session = self.session
+        closer = asyncio.create_task(self._close_when_stopped(ws))
+        try:
+            await ws.send(session.begin_connection())
+            while True:
+                try:
+                    async with asyncio.timeout(session.seconds_until_ack()):
+                        message = await ws.recv()  # cancelling recv() loses no message (websockets docs)
+                except TimeoutError:
+                    for frame in session.due_acks():
+                        await ws.send(frame)
+                    continue
+                reaction = session.handle(message)
+                for frame in reaction.send:
+                    await ws.send(frame)
+                self._progress.set()
+                if reaction.gap is not None:
+                    reason = f"gap: expected seq {reaction.gap.expected}, got {reaction.gap.got}; resuming"
+                    await ws.close(CLIENT_GAP_CLOSE, reason)
+                    return _Ended(CLIENT_GAP_CLOSE, reason, welcomed=True, client_gap=True)
+                if reaction.protocol_error is not None:
+                    await ws.close(CLIENT_PROTOCOL_ERROR_CLOSE, close_reason(reaction.protocol_error))
+                    return _Ended(CLIENT_PROTOCOL_ERROR_CLOSE, reaction.protocol_error,
+                                  welcomed=session.welcome is not None, client_refused_frame=True)
+        except ConnectionClosed as closed:
+            if self._stop.is_set():
+                return _Ended(closed.sent.code if closed.sent else ABNORMAL_CLOSURE, "stopped", True, stopped=True)
+            rcvd = closed.rcvd
+            code, reason = (rcvd.code, rcvd.reason) if rcvd is not None else (ABNORMAL_CLOSURE, str(closed))
+            return _Ended(code, reason, welcomed=session.welcome is not None)
+        finally:
+            closer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await closer
+
+    async def _close_when_stopped(self, ws: ClientConnection) -> None:
+        await self._stop.wait()
+        with contextlib.suppress(ConnectionClosed):
+            for frame in self.session.final_acks():
+                await ws.send(frame)
+        await ws.close(1000, "client stopping")

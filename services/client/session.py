@@ -1,0 +1,239 @@
+"""The client's side of one stream, without I/O: server frames in, frames to send and decisions out.
+
+Owns what survives reconnects (session id, cursor, state, dedup memory, counts) and what one connection
+needs (welcome parameters, a snapshot being assembled, ack coalescing). ``connection.py`` feeds it
+frames; unit tests feed it frames built by the gateway's encoders.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from sparkwire.client.server_frames import (
+    EntriesFrame,
+    ErrorFrame,
+    ReceivedEntry,
+    ServerFrameError,
+    SnapshotPart,
+    UnknownFrame,
+    parse_server_frame,
+)
+from sparkwire.gateway.protocol import PROTOCOL_VERSION, Cursor, Ping, Pong, Welcome
+from sparkwire.gateway.recovery import ClientDeduper, Gap, SeqGapDetector
+from sparkwire.replaylog.model import StateItem
+
+# A snapshot the server sends without announcing it in a welcome (a restart mid-connection).
+UNANNOUNCED_RESET = "unannounced"
+
+
+@dataclass(frozen=True)
+class Reaction:
+    """What the connection must do after a frame: ``send`` these frames, then, if ``gap`` is set, close
+    and resume from the cursor (entries after a hole must not be applied); if ``protocol_error`` is set,
+    close: the server spoke something else than this protocol."""
+
+    send: list[str] = field(default_factory=list)
+    gap: Gap | None = None
+    protocol_error: str | None = None
+
+
+def _dumps(value: object) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+class ClientSession:
+    """Applies a stream's frames exactly once: dedup by processingId, no seq skipped, acks coalesced."""
+
+    def __init__(
+        self,
+        *,
+        token: str | None = None,
+        session_id: str | None = None,
+        on_entry: Callable[[ReceivedEntry], None] | None = None,
+        dedup_capacity: int = 100_000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.token = token
+        # Generated here rather than at the first connect so the first hello already names it.
+        self.session_id = session_id if session_id is not None else uuid.uuid4().hex
+        self.on_entry = on_entry
+        self._clock = clock
+        self._deduper = ClientDeduper(dedup_capacity)
+        self._detector = SeqGapDetector()
+        self._epoch: str | None = None  # set with the first applied snapshot or entry: then there is a cursor
+        self.state: dict[str, StateItem] = {}
+        self.applied: list[tuple[int, str]] = []  # (seq, processingId) of every entry applied, in order
+        self.resets: Counter[str] = Counter()
+        self.frames_received = 0
+        self.welcomes = 0
+        self.acks_sent = 0
+        self.unknown_frames = 0
+        self.last_error: ErrorFrame | None = None
+        self.welcome: Welcome | None = None
+        self._begin_connection_state()
+
+    # -- what tests and callers read -----------------------------------------------------------------
+
+    @property
+    def cursor(self) -> Cursor | None:
+        """The last entry applied (or the snapshot's position), sent in the next hello."""
+        return None if self._epoch is None else Cursor(self._epoch, self._detector.last_seq)
+
+    @property
+    def last_seq(self) -> int:
+        return self._detector.last_seq
+
+    @property
+    def duplicates(self) -> int:
+        """Entries dropped as repeats, by seq or by processingId, since the session began."""
+        return self._detector.duplicates + self._deduper.duplicates
+
+    @property
+    def gaps(self) -> int:
+        return self._detector.gaps
+
+    # -- one connection ------------------------------------------------------------------------------
+
+    def _begin_connection_state(self) -> None:
+        self.welcome = None
+        self._snapshot_parts: list[SnapshotPart] = []
+        self._snapshot_expected = False
+        # Acks are per connection: the server refuses one that goes back on the same connection.
+        self._acked_seq: int | None = None
+        self._unacked_entries = 0
+        self._unacked_since: float | None = None
+
+    def begin_connection(self) -> str:
+        """Forget the previous connection's progress and return the hello to open the new one with."""
+        self._begin_connection_state()
+        cursor = self.cursor
+        hello: dict[str, object] = {"type": "hello", "v": PROTOCOL_VERSION, "session": self.session_id}
+        if cursor is not None:
+            hello["cursor"] = {"epoch": cursor.epoch, "seq": cursor.seq}
+        if self.token is not None:
+            hello["token"] = self.token
+        return _dumps(hello)
+
+    def handle(self, text: str | bytes) -> Reaction:
+        """Apply one server frame."""
+        self.frames_received += 1
+        try:
+            frame = parse_server_frame(text)
+        except ServerFrameError as error:
+            return Reaction(protocol_error=str(error))
+        if self.welcome is None and not isinstance(frame, (Welcome, ErrorFrame, Ping, Pong, UnknownFrame)):
+            return Reaction(protocol_error=f"{type(frame).__name__} before welcome")
+        if isinstance(frame, Welcome):
+            return self._on_welcome(frame)
+        if isinstance(frame, SnapshotPart):
+            return self._on_snapshot(frame)
+        if isinstance(frame, EntriesFrame):
+            return self._on_entries(frame)
+        if isinstance(frame, ErrorFrame):
+            self.last_error = frame
+        elif isinstance(frame, Ping):
+            return Reaction(send=[_dumps({"type": "pong", "t": frame.t})])
+        elif isinstance(frame, UnknownFrame):
+            self.unknown_frames += 1  # a newer server's addition: not a reason to drop the connection
+        return Reaction()
+
+    def _on_welcome(self, welcome: Welcome) -> Reaction:
+        if self.welcome is not None:
+            return Reaction(protocol_error="second welcome on one connection")
+        self.welcome = welcome
+        self.welcomes += 1
+        self.session_id = welcome.session  # the server may refuse ours and hand out a new one
+        if not welcome.recovered:
+            self.resets[welcome.reset or "unspecified"] += 1
+            self._snapshot_expected = True
+        return Reaction()
+
+    def _on_snapshot(self, part: SnapshotPart) -> Reaction:
+        parts = self._snapshot_parts
+        if parts and (part.epoch, part.seq) != (parts[0].epoch, parts[0].seq):
+            return Reaction(protocol_error=f"snapshot part of {part.epoch!r}/{part.seq} inside one of "
+                                           f"{parts[0].epoch!r}/{parts[0].seq}")
+        if not parts and not self._snapshot_expected:
+            self.resets[UNANNOUNCED_RESET] += 1
+        parts.append(part)
+        if part.more:
+            return Reaction()  # state is replaced only once whole: a half snapshot is no state at all
+        self._snapshot_parts, self._snapshot_expected = [], False
+        self.state = {key: item for p in parts for key, item in p.items.items()}
+        self._detector.reset(part.seq)
+        self._epoch = part.epoch
+        self._mark_progress(entries=0)
+        return Reaction()
+
+    def _on_entries(self, frame: EntriesFrame) -> Reaction:
+        if self._snapshot_parts or self._snapshot_expected:
+            return Reaction(protocol_error="entries before the snapshot was complete")
+        moved = 0
+        for entry in frame.entries:
+            verdict = self._detector.observe(entry.seq)
+            if verdict == "gap":
+                # Entries after a hole are dropped; the cursor stays before it, and a resume refills it.
+                gap = Gap(expected=self._detector.last_seq + 1, got=entry.seq)
+                if moved:
+                    self._mark_progress(moved)
+                return Reaction(send=self._ack_if_moved(), gap=gap)
+            if verdict == "duplicate":
+                continue
+            moved += 1
+            self._epoch = frame.epoch
+            # The seq is taken either way (the next seq follows it); only a new result is applied.
+            if not self._deduper.is_duplicate(entry.processing_id):
+                self._apply(entry)
+        if moved:
+            self._mark_progress(moved)
+        return Reaction(send=self.due_acks())
+
+    def _apply(self, entry: ReceivedEntry) -> None:
+        self.state[entry.key] = StateItem(seq=entry.seq, processing_id=entry.processing_id, data=entry.data)
+        self.applied.append((entry.seq, entry.processing_id))
+        if self.on_entry is not None:
+            self.on_entry(entry)
+
+    # -- acks ----------------------------------------------------------------------------------------
+
+    def _mark_progress(self, entries: int) -> None:
+        """The seq moved (``entries`` entries, or a snapshot with 0): start the ack clock if it is not running."""
+        if self._detector.last_seq == self._acked_seq:
+            return
+        self._unacked_entries += entries
+        if self._unacked_since is None:
+            self._unacked_since = self._clock()
+
+    def _ack_if_moved(self) -> list[str]:
+        seq = self._detector.last_seq
+        if self.welcome is None or seq == self._acked_seq or self._unacked_since is None:
+            return []
+        self._acked_seq, self._unacked_entries, self._unacked_since = seq, 0, None
+        self.acks_sent += 1
+        return [_dumps({"type": "ack", "seq": seq, "duplicates": self.duplicates, "gaps": self.gaps})]
+
+    def seconds_until_ack(self) -> float | None:
+        """How long until an ack is due by time (0 if it is due now), or None if nothing awaits an ack."""
+        if self.welcome is None or self._unacked_since is None:
+            return None
+        due_at = self._unacked_since + self.welcome.ack_interval_ms / 1000
+        return max(0.0, due_at - self._clock())
+
+    def due_acks(self) -> list[str]:
+        """The ack to send now, if ``ackEvery`` entries or ``ackIntervalMs`` passed since the seq moved."""
+        if self.welcome is None:
+            return []
+        by_count = self._unacked_entries >= self.welcome.ack_every
+        if by_count or self.seconds_until_ack() == 0.0:
+            return self._ack_if_moved()
+        return []
+
+    def final_acks(self) -> list[str]:
+        """The ack to send before closing on purpose, whether or not one is due, so the session records
+        how far the client got."""
+        return self._ack_if_moved()

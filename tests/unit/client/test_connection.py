@@ -1,0 +1,149 @@
+"""StreamClient against a scripted in-process WebSocket server on loopback: resume with the cursor,
+gap recovery, terminal closes, stop. (The real gateway is exercised by the integration tests.)"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+
+import pytest
+from websockets.asyncio.server import ServerConnection, serve
+
+from sparkwire.client import ReconnectPolicy, StreamClient, TerminalClose
+from sparkwire.gateway.protocol import Welcome, encode_entry, encode_snapshot, encode_welcome, pack_entries
+from sparkwire.replaylog.model import Entry, Snapshot
+
+FAST = ReconnectPolicy(initial_delay_s=0.01, max_delay_s=0.05)
+Script = Callable[[ServerConnection, int, dict[str, object]], Awaitable[None]]
+
+
+def welcome(recovered: bool, reset: str | None = None) -> str:
+    return encode_welcome(Welcome(session="srv-session", epoch="e1", head_seq=0, recovered=recovered, reset=reset,
+                                  ack_every=2, ack_interval_ms=50))
+
+
+def entries(*seqs: int) -> str:
+    items = [Entry(seq=s, processing_id=f"p{s}", key=f"k{s % 2}", data=f'{{"n":{s}}}', commit_ms=s, batch_id=0)
+             for s in seqs]
+    [frame] = pack_entries("e1", [encode_entry(item) for item in items])
+    return frame
+
+
+async def run_against(script: Script, body: Callable[[StreamClient, list[dict[str, object]]], Awaitable[None]]) -> None:
+    """Serve ``script(connection, connection_number, hello)`` and run ``body(client, received_frames)``."""
+    received: list[dict[str, object]] = []
+    connections = 0
+
+    async def handler(ws: ServerConnection) -> None:
+        nonlocal connections
+        connections += 1
+        hello = json.loads(await ws.recv())
+        received.append(hello)
+
+        async def record() -> None:  # until the connection closes
+            async for message in ws:
+                received.append(json.loads(message))
+
+        recorder = asyncio.create_task(record())
+        await script(ws, connections, hello)
+        await recorder
+
+    async with serve(handler, "127.0.0.1", 0) as server:
+        port = server.sockets[0].getsockname()[1]
+        client = StreamClient(f"ws://127.0.0.1:{port}/ws?stream=s", reconnect=FAST)
+        await asyncio.wait_for(body(client, received), 10)
+
+
+def test_resumes_after_a_resumable_close_with_session_and_cursor() -> None:
+    async def script(ws: ServerConnection, number: int, hello: dict[str, object]) -> None:
+        if number == 1:
+            assert "cursor" not in hello
+            await ws.send(welcome(recovered=False, reset="no_position"))
+            for part in encode_snapshot(Snapshot(epoch="e1", seq=0, items={})):
+                await ws.send(part)
+            await ws.send(entries(1, 2, 3))
+            await ws.close(1011, "internal error")
+        else:
+            assert hello["session"] == "srv-session"
+            assert hello["cursor"] == {"epoch": "e1", "seq": 3}
+            await ws.send(welcome(recovered=True))
+            await ws.send(entries(3, 4, 5))  # a stale repeat of 3, then new entries
+            await ws.send('{"type":"ping","t":9}')
+
+    async def body(client: StreamClient, received: list[dict[str, object]]) -> None:
+        runner = asyncio.create_task(client.run())
+        await client.wait_until(lambda: client.stats().frames_received == 6, timeout=5)  # through the ping
+        await client.stop()
+        await runner
+        assert [seq for seq, _ in client.applied] == [1, 2, 3, 4, 5]
+        stats = client.stats()
+        assert (stats.reconnects, stats.duplicates, stats.gaps, stats.terminal) == (1, 1, 0, None)
+        assert stats.resets == {"no_position": 1} and stats.closes == {1011: 1}
+        assert {"type": "pong", "t": 9} in received
+        assert [f["seq"] for f in received if f["type"] == "ack"][-1] == 5
+
+    asyncio.run(run_against(script, body))
+
+
+def test_a_gap_closes_and_resumes_from_before_the_hole() -> None:
+    async def script(ws: ServerConnection, number: int, hello: dict[str, object]) -> None:
+        await ws.send(welcome(recovered=number > 1))
+        if number == 1:
+            await ws.send(encode_snapshot(Snapshot(epoch="e1", seq=0, items={}))[0])
+            await ws.send(entries(1, 2))
+            await ws.send(entries(4))  # 3 is missing
+        else:
+            assert hello["cursor"] == {"epoch": "e1", "seq": 2}
+            await ws.send(entries(3, 4))
+
+    async def body(client: StreamClient, received: list[dict[str, object]]) -> None:
+        runner = asyncio.create_task(client.run())
+        await client.wait_until(lambda: client.session.last_seq == 4, timeout=5)
+        await client.stop()
+        await runner
+        assert [seq for seq, _ in client.applied] == [1, 2, 3, 4]
+        assert client.stats().gaps == 1 and client.stats().reconnects == 1
+
+    asyncio.run(run_against(script, body))
+
+
+def test_a_terminal_close_ends_run_with_the_error_frames_full_reason() -> None:
+    reason = "token expired " + "x" * 200  # longer than a close frame can carry
+
+    async def script(ws: ServerConnection, number: int, hello: dict[str, object]) -> None:
+        await ws.send(json.dumps({"type": "error", "code": 4401, "name": "auth_failed", "reason": reason}))
+        await ws.close(4401, "authentication failed")
+
+    async def body(client: StreamClient, received: list[dict[str, object]]) -> None:
+        with pytest.raises(TerminalClose) as raised:
+            await client.run()
+        assert (raised.value.code, raised.value.reason) == (4401, reason)
+        assert client.stats().terminal is raised.value and client.stats().reconnects == 0
+
+    asyncio.run(run_against(script, body))
+
+
+def test_connection_failures_are_retried_until_stopped() -> None:
+    async def main() -> None:
+        client = StreamClient("ws://127.0.0.1:9/ws?stream=s", reconnect=FAST)  # discard port: refused
+        runner = asyncio.create_task(client.run())
+        await asyncio.sleep(0.3)
+        await client.stop()
+        await asyncio.wait_for(runner, 2)
+        assert client.stats().connection_failures >= 3
+
+    asyncio.run(main())
+
+
+def test_a_server_frame_the_client_cannot_read_is_terminal() -> None:
+    async def script(ws: ServerConnection, number: int, hello: dict[str, object]) -> None:
+        await ws.send(welcome(recovered=True))
+        await ws.send('{"type":"entries","epoch":"e1","entries":[{"seq":"one"}]}')
+
+    async def body(client: StreamClient, received: list[dict[str, object]]) -> None:
+        with pytest.raises(TerminalClose) as raised:
+            await client.run()
+        assert raised.value.code == 1002 and "entries[].seq" in raised.value.reason
+
+    asyncio.run(run_against(script, body))
