@@ -57,7 +57,9 @@ def create_app(gateway: Gateway) -> Starlette:
     async def websocket_endpoint(websocket: WebSocket) -> None:
         origin = websocket.headers.get("origin")
         stream = websocket.query_params.get("stream", "")
-        if gateway.allowed_origins and origin not in gateway.allowed_origins:
+        # Only browsers send Origin, and the allow-list exists to stop other sites' pages; a client
+        # without one is not a browser page (and could send any Origin it liked).
+        if gateway.allowed_origins and origin is not None and origin not in gateway.allowed_origins:
             return await _refuse(websocket, CloseCode.POLICY_VIOLATION, f"origin {origin!r} not allowed")
         hub = gateway.hubs.get(stream)
         if hub is None:
