@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .kafka_broker import KafkaBroker
+from .nginx import NginxBalancer as NginxBalancer
 from .paths import (
     SetupMissingError,
     cache_dir,
