@@ -241,6 +241,8 @@ class Connection:
     async def _send(self, entries: list[EncodedEntry], *, live: bool) -> None:
         if not entries:
             return
+        if not self.epoch:  # connected to an empty stream: its epoch was created by a commit since
+            self.epoch = self.hub.epoch or (await self.hub.meta()).epoch
         for frame in pack_entries(self.epoch, entries, self.settings.max_server_frame_bytes):
             await self.websocket.send_text(frame)
         metrics.ENTRIES_DELIVERED.labels(stream=self.stream).inc(len(entries))

@@ -32,9 +32,11 @@ def render_config(workdir: Path, port: int, upstream_ports: Sequence[int]) -> st
     work = Path(workdir).resolve()
     temp = work / "temp"
     servers = "\n".join(
-        # max_fails=1 fail_timeout=2s: one failed connect takes a pod out of rotation for 2 s, like a
-        # readiness probe would, instead of every new client paying the connect timeout again.
-        f"        server 127.0.0.1:{upstream} max_fails=1 fail_timeout=2s;"
+        # max_fails=0, as ingress-nginx does (it follows the endpoints instead): nginx never takes a
+        # server out of rotation by itself; a refused connect goes to the next server
+        # (proxy_next_upstream). With max_fails=1, every server restarted within fail_timeout of each
+        # other left the upstream "no live upstreams" for as long as clients kept retrying.
+        f"        server 127.0.0.1:{upstream} max_fails=0;"
         for upstream in upstream_ports
     )
     # A master running as root switches its workers to "nobody", who could not write the temp folders.

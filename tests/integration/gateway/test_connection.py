@@ -126,3 +126,21 @@ def test_acks_are_stored_in_the_session_and_a_cursorless_reconnect_resumes_there
     assert first.seqs == list(range(1, 31))
     assert second.welcome is not None and second.welcome["recovered"] is True
     assert second.seqs == list(range(21, 31))
+
+
+def test_entries_carry_the_epoch_created_after_the_client_connected_to_an_empty_stream(
+    gateway: GatewayProcess, committer: Committer, unique_name: str, redis: redis_lib.Redis
+) -> None:
+    async def run() -> list[str]:
+        ws = await open_session(gateway.ws(unique_name), {})
+        await collect(ws, Received(), until_seq=0, timeout=1)  # welcome + empty snapshot, epoch ""
+        committer.commit(2)
+        epochs = []
+        while len(epochs) < 1:
+            frame = json.loads(await asyncio.wait_for(ws.recv(), 5))
+            if frame["type"] == "entries":
+                epochs.append(frame["epoch"])
+        await ws.close()
+        return epochs
+
+    assert asyncio.run(run()) == [ReplayLogReader(redis, unique_name).meta().epoch]
