@@ -66,6 +66,30 @@ def parse_state(raw: Mapping[bytes | str, bytes | str]) -> dict[str, StateItem]:
     return items
 
 
+def parse_range(raw: object) -> list[Entry]:
+    """An XRANGE reply as entries (sync and async clients alike)."""
+    entries = cast("list[tuple[bytes, dict[bytes, bytes]]]", raw)
+    return [parse_entry(entry_id_raw, fields) for entry_id_raw, fields in entries]
+
+
+def range_after(seq: int) -> str:
+    """XRANGE ``min`` for "every entry with a seq greater than ``seq``"."""
+    return f"({entry_id(seq)}"
+
+
+SNAPSHOT_META_FIELDS = ["epoch", "last_seq"]
+
+
+def parse_snapshot(state_raw: Mapping[bytes | str, bytes | str], epoch: bytes | str | None,
+                   last_seq: bytes | str | None) -> Snapshot:
+    """A snapshot from ``HGETALL state`` and ``HMGET meta epoch last_seq`` read in one MULTI/EXEC."""
+    return Snapshot(
+        epoch=_text(epoch) if epoch is not None else "",
+        seq=int(last_seq) if last_seq is not None else 0,
+        items=parse_state(state_raw),
+    )
+
+
 class ReplayLogReader:
     def __init__(self, client: redis.Redis, stream: str, *, prefix: str | None = None) -> None:
         self.client = client
@@ -76,11 +100,7 @@ class ReplayLogReader:
 
     def read_after(self, seq: int, count: int = 1000) -> list[Entry]:
         """Up to ``count`` entries with a seq greater than ``seq``, in order."""
-        raw = cast(
-            "list[tuple[bytes, dict[bytes, bytes]]]",
-            self.client.xrange(self.keys.log, min=f"({entry_id(seq)}", max="+", count=count),
-        )
-        return [parse_entry(entry_id_raw, fields) for entry_id_raw, fields in raw]
+        return parse_range(self.client.xrange(self.keys.log, min=range_after(seq), max="+", count=count))
 
     def iter_all(self, page: int = 1000) -> Iterator[Entry]:
         seq = 0
@@ -95,10 +115,6 @@ class ReplayLogReader:
         """State hash and meta read in one MULTI/EXEC, so ``seq`` is exactly what the state reflects."""
         pipe = self.client.pipeline(transaction=True)
         pipe.hgetall(self.keys.state)
-        pipe.hmget(self.keys.meta, ["epoch", "last_seq"])
+        pipe.hmget(self.keys.meta, SNAPSHOT_META_FIELDS)
         state_raw, (epoch, last_seq) = pipe.execute()
-        return Snapshot(
-            epoch=_text(epoch) if epoch is not None else "",
-            seq=int(last_seq) if last_seq is not None else 0,
-            items=parse_state(state_raw),
-        )
+        return parse_snapshot(state_raw, epoch, last_seq)
