@@ -1,7 +1,10 @@
-"""Real local servers (Redis, Kafka) as child processes, for the tests and the demo."""
+"""Real local servers (Redis, Kafka, nginx, gateways) as child processes, for the tests, the demo and the
+benchmarks."""
 
 from __future__ import annotations
 
+from .committer import Committer
+from .gateway_process import GatewayProcess, http_status
 from .kafka_broker import KafkaBroker
 from .nginx import NginxBalancer as NginxBalancer
 from .paths import (
@@ -16,6 +19,8 @@ from .process import ManagedProcess, ProcessDiedError, ReadyTimeoutError
 from .redis_server import RedisServer
 
 __all__ = [
+    "Committer",
+    "GatewayProcess",
     "KafkaBroker",
     "ManagedProcess",
     "ProcessDiedError",
@@ -24,6 +29,7 @@ __all__ = [
     "SetupMissingError",
     "cache_dir",
     "free_port",
+    "http_status",
     "kafka_libs_dir",
     "repo_root",
     "spark_connector_jars",

@@ -16,9 +16,7 @@ import redis as redis_lib
 
 from sparkwire.client import StreamClient
 from sparkwire.replaylog import ReplayLogReader
-from sparkwire.stack import NginxBalancer, RedisServer
-
-from ...integration.gateway.conftest import Committer, GatewayProcess
+from sparkwire.stack import Committer, GatewayProcess, NginxBalancer, RedisServer
 
 GATEWAYS = 3
 

@@ -11,8 +11,8 @@ import redis as redis_lib
 
 from sparkwire.client import StreamClient
 from sparkwire.gateway.sessions import session_key
+from sparkwire.stack import Committer
 
-from ...integration.gateway.conftest import Committer
 from .conftest import Cluster, FaultLoop, kill_and_restart_one, run_clients
 
 pytestmark = pytest.mark.slow

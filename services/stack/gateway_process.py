@@ -1,0 +1,53 @@
+"""A real gateway (``sparkwire gateway`` under uvicorn) as a child process on a free port."""
+
+from __future__ import annotations
+
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from .ports import free_port
+from .process import ManagedProcess
+
+
+def http_status(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as error:
+        return int(error.code)
+
+
+class GatewayProcess:
+    def __init__(self, workdir: Path, redis_url: str, streams: list[str], *extra: str,
+                 env: dict[str, str] | None = None) -> None:
+        self.port = free_port()
+        command = [sys.executable, "-m", "sparkwire.cli", "gateway", "--port", str(self.port),
+                   "--redis-url", redis_url, "--streams", ",".join(streams), "--pod-name", f"gw-{self.port}",
+                   "--drain-seconds", "5", *extra]
+        self.process = ManagedProcess(f"gateway-{self.port}", command, workdir, env=env)
+
+    @property
+    def http(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def ws(self, stream: str) -> str:
+        return f"ws://127.0.0.1:{self.port}/ws?stream={stream}"
+
+    def start(self) -> GatewayProcess:
+        self.process.start()
+        self.process.wait_ready(lambda: http_status(f"{self.http}/readyz") == 200, timeout=30)
+        return self
+
+    def stop(self) -> None:
+        self.process.stop()
+
+    def metrics_text(self) -> str:
+        with urllib.request.urlopen(f"{self.http}/metrics", timeout=5) as response:
+            return str(response.read().decode())
+
+    def metric(self, name: str) -> float:
+        """The sum of every sample of ``name`` (all label sets)."""
+        return sum(float(line.rpartition(" ")[2]) for line in self.metrics_text().splitlines()
+                   if line.startswith(name) and not line.startswith("#"))
