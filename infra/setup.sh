@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One-time (and idempotent) setup of everything sparkwire's tests and demo run on:
-# the Python venv, redis-server and nginx from apt, a real Kafka broker's jars and
-# Spark's Kafka connector jars from Maven Central. Each step is skipped while the
+# the Python venv, redis-server, nginx and chromium from apt, a real Kafka broker's jars and
+# Spark's Kafka connector jars from Maven Central, helm and friends from the Go module
+# proxy (infra/k8s-tools.sh). Each step is skipped while the
 # stamp of its inputs in .cache/stamps is fresh and its outputs exist.
 set -euo pipefail
 
@@ -46,10 +47,11 @@ step_venv() {
 }
 
 step_apt() {
-  header "System packages: redis-server, nginx"
+  header "System packages: redis-server, nginx, chromium (browser client test)"
   local missing=()
   command -v redis-server >/dev/null || missing+=(redis-server)
   command -v nginx >/dev/null || [[ -x /usr/sbin/nginx ]] || missing+=(nginx)
+  command -v chromium >/dev/null || missing+=(chromium)
   if ((${#missing[@]} == 0)); then
     echo "already installed"; return
   fi
@@ -88,4 +90,6 @@ step_venv
 step_apt
 step_kafka
 step_spark_kafka
+header "Kubernetes tooling from the Go module proxy (infra/k8s-tools.sh) -> .cache/k8s"
+bash infra/k8s-tools.sh
 header "setup done"
