@@ -7,14 +7,16 @@ import contextlib
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import redis.asyncio as redis_async
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from redis.exceptions import RedisError
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response
-from starlette.routing import Route, WebSocketRoute
+from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
+from starlette.routing import Mount, Route, WebSocketRoute
+from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket
 
 from sparkwire.gateway import metrics
@@ -25,6 +27,9 @@ from sparkwire.gateway.hub import StreamHub, stop_hub
 from sparkwire.gateway.protocol import encode_error
 from sparkwire.gateway.sessions import SessionStore
 from sparkwire.replaylog.keys import StreamKeys
+
+# The browser client (sparkwire-client.js) and the live demo page that uses it.
+STATIC_DIR = Path(__file__).parent / "static"
 
 
 @dataclass
@@ -107,6 +112,9 @@ def create_app(gateway: Gateway) -> Starlette:
     async def metrics_endpoint(_: Request) -> Response:
         return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
 
+    async def demo_page(_: Request) -> Response:
+        return FileResponse(STATIC_DIR / "index.html")
+
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         tasks = [asyncio.create_task(hub.run(), name=f"hub-{s}") for s, hub in gateway.hubs.items()]
@@ -125,6 +133,8 @@ def create_app(gateway: Gateway) -> Starlette:
             Route("/healthz", healthz),
             Route("/readyz", readyz),
             Route("/metrics", metrics_endpoint),
+            Route("/", demo_page),
+            Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
         ],
         lifespan=lifespan,
     )

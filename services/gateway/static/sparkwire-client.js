@@ -1,0 +1,445 @@
+/**
+ * sparkwire-client.js — the browser client of the sparkwire gateway protocol, version 1
+ * (docs/protocol.md). A dependency-free ES module for modern browsers, with the semantics of the Python
+ * client (sparkwire.client.session and .reconnect): every entry of one stream applied exactly once, in
+ * seq order, across dropped connections, killed pods and reconnects.
+ *
+ *   import { SparkwireClient } from "/static/sparkwire-client.js";
+ *   const client = new SparkwireClient({
+ *     stream: "metrics",
+ *     onEntry: (entry) => render(entry.key, entry.data),   // {seq, processingId, key, data, commitMs}
+ *     onSnapshot: (state, info) => renderAll(state),       // state replaced; info {epoch, seq, reason}
+ *     onStatus: (status) => show(status.state),            // connecting | open | waiting | stopped | failed
+ *   });
+ *   client.start();   // ... client.stop() closes normally after a last ack
+ *
+ * Options: `url` (default `/ws` on the page's host, ws: or wss: as the page), `token` (a JWT, sent in the
+ * hello, never in the URL), `initialDelayMs` 500 / `maxDelayMs` 30000 (reconnect backoff: attempt n waits
+ * a uniform random time in [0, min(max, initial * 2^n)]), `dedupCapacity` 100000 (processingIds
+ * remembered), `storage` (default `localStorage` when usable; `null` turns persistence off).
+ *
+ * `client.state` is a Map key -> {seq, processingId, data}: the latest result per key. `client.cursor`
+ * is {epoch, seq} of the last entry applied. `client.stats()` counts connects, reconnects, duplicates,
+ * gaps (both also reported to the server in acks), snapshot resets by reason and closes by code.
+ * A resumable close (table in docs/protocol.md; also 1005/1006, network errors and unknown codes) is
+ * retried with backoff; a terminal one stops the client with `client.terminal` = {code, name, reason}
+ * and an onStatus {state: "failed"}. A frame the client cannot read stops it too (reported as code 1002;
+ * browsers only let a page send 1000 or 3000-4999, so the wire carries 1000 and the reason).
+ *
+ * Persistence: the session id is kept in `storage` together with the cursor and the state it belongs
+ * to (written whenever an ack is sent), so a reloaded page resumes after its cursor with its state.
+ * Keeping the session id alone would be wrong: a hello with a known session but no cursor resumes from
+ * the session's last ack, after entries this page never applied.
+ */
+
+/** @typedef {{seq: number, processingId: string, key: string, data: unknown, commitMs: number}} Entry */
+/** @typedef {{seq: number, processingId: string, data: unknown}} StateItem */
+/** @typedef {{epoch: string, seq: number}} Cursor */
+/** @typedef {{epoch: string, seq: number, reason: string}} SnapshotInfo */
+/** @typedef {{state: "connecting"|"open"|"waiting"|"stopped"|"failed", code?: number, reason?: string,
+ *   delayMs?: number, attempt?: number, recovered?: boolean, reset?: string|null}} Status */
+/** @typedef {{code: number, name: string, reason: string}} Terminal */
+
+export const PROTOCOL_VERSION = 1;
+/** Close code -> [name, resumable]: the table of docs/protocol.md (a test compares it with the server's). */
+export const CLOSE_CODES = {
+  1000: ["normal", false], 1001: ["going_away", true], 1003: ["unsupported_data", false],
+  1008: ["policy_violation", false], 1009: ["message_too_big", false], 1011: ["internal_error", true],
+  4400: ["protocol_violation", false], 4401: ["auth_failed", false], 4403: ["forbidden_stream", false],
+  4404: ["unknown_stream", false], 4408: ["timeout", true], 4409: ["stream_reset", true],
+  4426: ["unsupported_version", false], 4429: ["slow_consumer", true], 4503: ["redis_unavailable", true],
+};
+// Closes nobody chose: 1005/1006 from the browser (no close frame), 1012-1014 from proxies.
+const TRANSIENT = new Set([1005, 1006, 1012, 1013, 1014]);
+const CLIENT_GAP_CLOSE = 1000;
+const CLIENT_PROTOCOL_ERROR = 1002;
+const UNANNOUNCED_RESET = "unannounced";  // a snapshot no welcome announced (a restart mid-connection)
+const SESSION_ID = /^[A-Za-z0-9_-]{1,128}$/;
+
+/** Whether to reconnect and resume after `code`; unknown codes count as resumable (backoff bounds them). */
+export function isResumable(code) {
+  if (TRANSIENT.has(code)) return true;
+  const spec = CLOSE_CODES[code];
+  return spec ? spec[1] : true;
+}
+
+/** A server frame this client cannot make sense of (a server bug, or not this protocol). */
+export class FrameError extends Error {}
+const bad = (message) => { throw new FrameError(message); };
+const isCount = (v) => Number.isSafeInteger(v) && v >= 0;  // seqs past 2^53 cannot be told apart in JS
+const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
+const KINDS = {
+  count: [isCount, "a non-negative integer"], string: [(v) => typeof v === "string", "a string"],
+  bool: [(v) => typeof v === "boolean", "a boolean"], object: [isObject, "an object"],
+  list: [Array.isArray, "a list"], any: [() => true, ""],
+  stringOrNull: [(v) => v === null || typeof v === "string", "a string or null"],
+};
+
+function field(doc, where, name, kind) {
+  if (!isObject(doc)) bad(`${where} must be an object`);
+  if (!Object.hasOwn(doc, name)) bad(`${where} is missing '${name}'`);
+  const [ok, what] = KINDS[kind];
+  if (!ok(doc[name])) bad(`${where}.${name} must be ${what}, got ${String(JSON.stringify(doc[name])).slice(0, 40)}`);
+  return doc[name];
+}
+
+function stateItem(raw, where) {
+  return { seq: field(raw, where, "seq", "count"), processingId: field(raw, where, "processingId", "string"),
+           data: field(raw, where, "data", "any") };
+}
+
+/** One server frame, checked enough that a malformed one cannot corrupt the client's state. */
+export function parseFrame(text) {
+  if (typeof text !== "string") bad("the server sent a binary frame; frames are JSON text");
+  let doc;
+  try { doc = JSON.parse(text); } catch (error) { bad(`frame is not JSON: ${error.message}`); }
+  if (!isObject(doc)) bad("frame must be an object");
+  const type = field(doc, "frame", "type", "string");
+  const f = (name, kind) => field(doc, type, name, kind);
+  switch (type) {
+    case "welcome": {
+      const welcome = { type, session: f("session", "string"), epoch: f("epoch", "string"),
+        headSeq: f("headSeq", "count"), recovered: f("recovered", "bool"), reset: f("reset", "stringOrNull"),
+        ackEvery: f("ackEvery", "count"), ackIntervalMs: f("ackIntervalMs", "count") };
+      if (welcome.ackEvery < 1) bad("welcome.ackEvery must be at least 1");
+      return welcome;
+    }
+    case "snapshot": {
+      const items = new Map();
+      for (const [key, raw] of Object.entries(f("items", "object"))) items.set(key, stateItem(raw, "snapshot item"));
+      return { type, epoch: f("epoch", "string"), seq: f("seq", "count"), items, more: f("more", "bool") };
+    }
+    case "entries": {
+      const entries = f("entries", "list").map((raw) => ({ ...stateItem(raw, "entries[]"),
+        key: field(raw, "entries[]", "key", "string"), commitMs: field(raw, "entries[]", "commitMs", "count") }));
+      return { type, epoch: f("epoch", "string"), entries };
+    }
+    case "error": return { type, code: f("code", "count"), name: f("name", "string"), reason: f("reason", "string") };
+    case "ping": case "pong": return { type, t: f("t", "count") };
+    default: return { type: "unknown", name: type };  // a newer server's addition: not a reason to drop
+  }
+}
+
+/** Remembers the last `capacity` processingIds seen; a repeat refreshes its place (a Map keeps order). */
+export class Deduper {
+  constructor(capacity) { this.capacity = capacity; this.duplicates = 0; this.seen = new Map(); }
+  /** True if `id` was seen (and is still remembered); records it either way. */
+  isDuplicate(id) {
+    if (this.seen.delete(id)) { this.seen.set(id, true); this.duplicates += 1; return true; }
+    this.seen.set(id, true);
+    if (this.seen.size > this.capacity) this.seen.delete(this.seen.keys().next().value);
+    return false;
+  }
+}
+
+/** `text` cut to the 123 UTF-8 bytes a close frame's reason may hold (close() throws beyond that). */
+function closeReason(text) {
+  const encoder = new TextEncoder();
+  if (encoder.encode(text).length <= 123) return text;
+  let out = "";
+  for (const ch of text) { if (encoder.encode(out + ch).length > 120) break; out += ch; }
+  return `${out}...`;
+}
+
+function randomId() {  // crypto.randomUUID needs a secure context; getRandomValues does not
+  return Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+function defaultStorage() {
+  try { return globalThis.localStorage ?? null; } catch { return null; }  // blocked (sandboxed frame, settings)
+}
+
+function safely(callback, ...args) {  // an application error must not leave a frame half applied
+  if (!callback) return;
+  try { callback(...args); } catch (error) { setTimeout(() => { throw error; }); }
+}
+
+const now = () => performance.now();
+
+export class SparkwireClient {
+  constructor(options) {
+    if (!options?.stream) throw new TypeError("SparkwireClient needs a stream");
+    this.options = { initialDelayMs: 500, maxDelayMs: 30000, dedupCapacity: 100000, ...options };
+    const url = new URL(this.options.url ?? "/ws", globalThis.location?.href);
+    if (url.protocol === "http:" || url.protocol === "https:") url.protocol = url.protocol.replace("http", "ws");
+    url.searchParams.set("stream", this.options.stream);
+    this.url = url.href;
+    this.storage = this.options.storage === undefined ? defaultStorage() : this.options.storage;
+    this.storageKey = `sparkwire:${this.options.stream}`;
+    this.sessionId = randomId();  // generated now so that the first hello already names it
+    /** @type {string|null} set with the first snapshot or entry applied: from then on there is a cursor */
+    this.epoch = null;
+    this.lastSeq = 0;  // the last seq applied with none missing before it
+    /** @type {Map<string, StateItem>} */
+    this.state = new Map();
+    this.deduper = new Deduper(this.options.dedupCapacity);
+    this.seqDuplicates = 0;
+    this.gaps = 0;
+    /** @type {Record<string, number>} snapshot starts by reason */
+    this.resets = {};
+    this.counts = { connects: 0, opened: 0, connectionFailures: 0, framesReceived: 0, acksSent: 0, unknownFrames: 0 };
+    /** @type {Record<number, number>} how connections ended, by close code */
+    this.closes = {};
+    /** @type {Terminal|null} */
+    this.terminal = null;
+    this.lastError = null;
+    this.conn = null;
+    this.running = false;
+    this.attempt = 0;
+    this.restored = this._restore();
+  }
+
+  /** @returns {Cursor|null} the last entry applied (or the snapshot's position), sent in the next hello */
+  get cursor() { return this.epoch === null ? null : { epoch: this.epoch, seq: this.lastSeq }; }
+  /** Entries dropped as repeats, by seq or by processingId, since the session began. */
+  get duplicates() { return this.seqDuplicates + this.deduper.duplicates; }
+
+  stats() {
+    const c = this.counts;
+    return { connects: c.connects, reconnects: Math.max(0, c.opened - 1), connectionFailures: c.connectionFailures,
+      duplicates: this.duplicates, gaps: this.gaps, resets: { ...this.resets }, framesReceived: c.framesReceived,
+      acksSent: c.acksSent, unknownFrames: c.unknownFrames, closes: { ...this.closes }, terminal: this.terminal,
+      cursor: this.cursor, sessionId: this.sessionId };
+  }
+
+  start() {
+    if (this.running) return;
+    this.running = true;
+    this.terminal = null;
+    this.attempt = 0;
+    if (this.restored) {
+      this.restored = false;
+      safely(this.options.onSnapshot, this.state, { epoch: this.epoch, seq: this.lastSeq, reason: "restored" });
+    }
+    this._connect();
+  }
+
+  /** Close normally after a last ack; no reconnect. */
+  stop() {
+    this.running = false;
+    clearTimeout(this.retryTimer);
+    const conn = this.conn;
+    if (conn) {
+      if (conn.ws.readyState === WebSocket.OPEN) for (const frame of this._ackIfMoved(conn)) conn.ws.send(frame);
+      this._close(conn, 1000, "client stopping", {});
+    }
+    this._status({ state: "stopped" });
+  }
+
+  _status(status) { safely(this.options.onStatus, status); }
+
+  _connect() {
+    const conn = { ws: new WebSocket(this.url), opened: false, welcome: null, snapshotParts: [],
+      snapshotExpected: false, snapshotReason: null, ackedSeq: null, unacked: 0, unackedSince: null, ackTimer: null };
+    this.conn = conn;
+    this._status({ state: "connecting", attempt: this.attempt });
+    conn.ws.onopen = () => { conn.opened = true; this.counts.opened += 1; conn.ws.send(this._hello()); };
+    conn.ws.onmessage = (event) => this._onMessage(conn, event.data);
+    conn.ws.onclose = (event) => this._ended(conn, { code: event.code, reason: event.reason });
+  }
+
+  _hello() {
+    const hello = { type: "hello", v: PROTOCOL_VERSION, session: this.sessionId };
+    if (this.cursor) hello.cursor = this.cursor;
+    if (this.options.token != null) hello.token = this.options.token;
+    return JSON.stringify(hello);
+  }
+
+  _onMessage(conn, data) {
+    this.counts.framesReceived += 1;
+    let reaction;
+    try {
+      reaction = this._handle(conn, parseFrame(data));
+    } catch (error) {
+      if (!(error instanceof FrameError)) throw error;
+      reaction = { protocolError: error.message };
+    }
+    for (const frame of reaction.send ?? []) conn.ws.send(frame);
+    if (reaction.gap) {
+      // Entries after a hole are not applied: the cursor stays before it and a resume refills it.
+      const reason = `gap: expected seq ${reaction.gap.expected}, got ${reaction.gap.got}; resuming`;
+      this._close(conn, CLIENT_GAP_CLOSE, reason, { clientGap: true });
+    } else if (reaction.protocolError) {
+      this._close(conn, 1000, reaction.protocolError, { refused: true, code: CLIENT_PROTOCOL_ERROR });
+    } else if (conn.ackTimer === null) {
+      this._scheduleAck(conn);
+    }
+  }
+
+  _handle(conn, frame) {
+    if (!conn.welcome && !["welcome", "error", "ping", "pong", "unknown"].includes(frame.type)) {
+      return { protocolError: `${frame.type} before welcome` };
+    }
+    switch (frame.type) {
+      case "welcome": return this._onWelcome(conn, frame);
+      case "snapshot": return this._onSnapshot(conn, frame);
+      case "entries": return this._onEntries(conn, frame);
+      case "error": this.lastError = frame; return {};
+      case "ping": return { send: [JSON.stringify({ type: "pong", t: frame.t })] };
+      case "unknown": this.counts.unknownFrames += 1; return {};
+      default: return {};
+    }
+  }
+
+  _onWelcome(conn, welcome) {
+    if (conn.welcome) return { protocolError: "second welcome on one connection" };
+    conn.welcome = welcome;
+    this.counts.connects += 1;
+    this.sessionId = welcome.session;  // the server may refuse ours and hand out a new one
+    if (!welcome.recovered) {
+      conn.snapshotReason = welcome.reset ?? "unspecified";
+      this.resets[conn.snapshotReason] = (this.resets[conn.snapshotReason] ?? 0) + 1;
+      conn.snapshotExpected = true;
+    }
+    this._status({ state: "open", recovered: welcome.recovered, reset: welcome.reset });
+    return {};
+  }
+
+  _onSnapshot(conn, part) {
+    const parts = conn.snapshotParts;
+    if (parts.length && (part.epoch !== parts[0].epoch || part.seq !== parts[0].seq)) {
+      return { protocolError: `snapshot part of ${part.epoch}/${part.seq} inside one of ${parts[0].epoch}/${parts[0].seq}` };
+    }
+    if (!parts.length && !conn.snapshotExpected) {
+      conn.snapshotReason = UNANNOUNCED_RESET;
+      this.resets[UNANNOUNCED_RESET] = (this.resets[UNANNOUNCED_RESET] ?? 0) + 1;
+    }
+    parts.push(part);
+    if (part.more) return {};  // state is replaced only once whole: a half snapshot is no state at all
+    conn.snapshotParts = [];
+    conn.snapshotExpected = false;
+    this.state = new Map(parts.flatMap((p) => [...p.items]));
+    this.lastSeq = part.seq;
+    this.epoch = part.epoch;
+    this._markProgress(conn, 0);
+    safely(this.options.onSnapshot, this.state, { epoch: part.epoch, seq: part.seq, reason: conn.snapshotReason });
+    return {};
+  }
+
+  _onEntries(conn, frame) {
+    if (conn.snapshotParts.length || conn.snapshotExpected) return { protocolError: "entries before the snapshot was complete" };
+    let moved = 0;
+    for (const entry of frame.entries) {
+      if (entry.seq <= this.lastSeq) { this.seqDuplicates += 1; continue; }
+      if (entry.seq > this.lastSeq + 1) {
+        this.gaps += 1;
+        if (moved) this._markProgress(conn, moved);
+        return { send: this._ackIfMoved(conn), gap: { expected: this.lastSeq + 1, got: entry.seq } };
+      }
+      this.lastSeq = entry.seq;
+      moved += 1;
+      this.epoch = frame.epoch;
+      // The seq is taken either way (the next seq follows it); only a new result is applied.
+      if (!this.deduper.isDuplicate(entry.processingId)) {
+        this.state.set(entry.key, { seq: entry.seq, processingId: entry.processingId, data: entry.data });
+        safely(this.options.onEntry, entry);
+      }
+    }
+    if (moved) this._markProgress(conn, moved);
+    return { send: this._dueAcks(conn) };
+  }
+
+  // -- acks: after ackEvery entries or ackIntervalMs since the seq moved, whichever first ---------------
+
+  _markProgress(conn, entries) {
+    if (this.lastSeq === conn.ackedSeq) return;
+    conn.unacked += entries;
+    if (conn.unackedSince === null) conn.unackedSince = now();
+  }
+
+  _ackIfMoved(conn) {
+    if (!conn.welcome || this.lastSeq === conn.ackedSeq || conn.unackedSince === null) return [];
+    conn.ackedSeq = this.lastSeq;
+    conn.unacked = 0;
+    conn.unackedSince = null;
+    this.counts.acksSent += 1;
+    this._save();  // what the server hears of is what a reloaded page resumes from
+    return [JSON.stringify({ type: "ack", seq: this.lastSeq, duplicates: this.duplicates, gaps: this.gaps })];
+  }
+
+  _msUntilAck(conn) {
+    if (!conn.welcome || conn.unackedSince === null) return null;
+    return Math.max(0, conn.unackedSince + conn.welcome.ackIntervalMs - now());
+  }
+
+  _dueAcks(conn) {
+    if (!conn.welcome) return [];
+    return conn.unacked >= conn.welcome.ackEvery || this._msUntilAck(conn) === 0 ? this._ackIfMoved(conn) : [];
+  }
+
+  _scheduleAck(conn) {
+    const ms = this._msUntilAck(conn);
+    if (ms === null) return;
+    conn.ackTimer = setTimeout(() => {
+      conn.ackTimer = null;
+      if (this.conn !== conn || conn.ws.readyState !== WebSocket.OPEN) return;
+      for (const frame of this._dueAcks(conn)) conn.ws.send(frame);
+      this._scheduleAck(conn);
+    }, ms);
+  }
+
+  // -- the end of a connection, and what comes next -------------------------------------------------------
+
+  _close(conn, code, reason, how) {
+    conn.ws.onmessage = conn.ws.onclose = conn.ws.onopen = null;  // nothing more from this socket is applied
+    conn.ws.close(code, closeReason(reason));
+    this._ended(conn, { code, reason, ...how });  // how.code: what to report instead of the code sent
+  }
+
+  _ended(conn, { code, reason, clientGap = false, refused = false }) {
+    if (this.conn !== conn) return;
+    this.conn = null;
+    clearTimeout(conn.ackTimer);
+    if (!this.running) return;  // stopped on purpose
+    if (!conn.opened) this.counts.connectionFailures += 1;
+    this.closes[code] = (this.closes[code] ?? 0) + 1;
+    if (refused || (!clientGap && !isResumable(code))) {
+      // The error frame sent before the close holds the reason the close frame may truncate.
+      const full = this.lastError !== null && this.lastError.code === code;
+      this.terminal = { code, name: CLOSE_CODES[code]?.[0] ?? "unknown", reason: full ? this.lastError.reason : reason };
+      this.running = false;
+      this._status({ state: "failed", ...this.terminal });
+      return;
+    }
+    let delayMs = 0;
+    if (clientGap) {
+      this.attempt = 0;  // the server is healthy; only this connection's run of seqs is broken
+    } else {
+      const attempt = conn.welcome ? 0 : this.attempt;  // a welcomed connection worked: the count starts over
+      // A draining pod (1001) is not overloaded: another pod can take the client at once.
+      const ceiling = Math.min(this.options.maxDelayMs, this.options.initialDelayMs * 2 ** Math.min(attempt, 62));
+      delayMs = code === 1001 && attempt === 0 ? 0 : Math.random() * ceiling;
+      this.attempt = attempt + 1;
+    }
+    this._status({ state: "waiting", code, reason, delayMs, attempt: this.attempt });
+    this.retryTimer = setTimeout(() => { if (this.running) this._connect(); }, delayMs);
+  }
+
+  // -- persistence: session id, cursor and state together ---------------------------------------------------
+
+  _save() {
+    if (!this.storage || this.epoch === null) return;
+    const saved = { v: PROTOCOL_VERSION, session: this.sessionId, epoch: this.epoch, seq: this.lastSeq,
+      items: Object.fromEntries(this.state) };
+    try {
+      this.storage.setItem(this.storageKey, JSON.stringify(saved));
+    } catch {  // over quota: a later page starts from a snapshot rather than from a stale pair
+      try { this.storage.removeItem(this.storageKey); } catch { /* storage unusable */ }
+    }
+  }
+
+  _restore() {
+    try {
+      const saved = JSON.parse(this.storage?.getItem(this.storageKey) ?? "null");
+      if (saved === null) return false;
+      if (saved.v !== PROTOCOL_VERSION || !SESSION_ID.test(field(saved, "saved", "session", "string"))) return false;
+      const items = Object.entries(field(saved, "saved", "items", "object")).map(([k, raw]) => [k, stateItem(raw, "saved item")]);
+      [this.epoch, this.lastSeq] = [field(saved, "saved", "epoch", "string"), field(saved, "saved", "seq", "count")];
+      this.sessionId = saved.session;
+      this.state = new Map(items);
+      return true;
+    } catch {
+      return false;  // unreadable: start without a position (a snapshot)
+    }
+  }
+}
