@@ -1,44 +1,37 @@
 /**
- * sparkwire-client.js — the browser client of the sparkwire gateway protocol, version 1
- * (docs/protocol.md). A dependency-free ES module for modern browsers, with the semantics of the Python
- * client (sparkwire.client.session and .reconnect): every entry of one stream applied exactly once, in
- * seq order, across dropped connections, killed pods and reconnects.
+ * sparkwire-client.js — browser client of the sparkwire gateway protocol v1 (docs/protocol.md): a
+ * dependency-free ES module with the semantics of the Python client (sparkwire.client): every entry of
+ * one stream applied once, in seq order, across dropped connections, killed pods and reconnects.
  *
  *   import { SparkwireClient } from "/static/sparkwire-client.js";
  *   const client = new SparkwireClient({
  *     stream: "metrics",
- *     onEntry: (entry) => render(entry.key, entry.data),   // {seq, processingId, key, data, commitMs}
- *     onSnapshot: (state, info) => renderAll(state),       // state replaced; info {epoch, seq, reason}
- *     onStatus: (status) => show(status.state),            // connecting | open | waiting | stopped | failed
+ *     onEntry: (entry) => draw(entry.key, entry.data),  // {seq, processingId, key, data, commitMs}, once each
+ *     onSnapshot: (state, info) => drawAll(state),      // state replaced; info {epoch, seq, reason}
+ *     onStatus: (status) => show(status.state),         // connecting | open | waiting | stopped | failed
  *   });
- *   client.start();   // ... client.stop() closes normally after a last ack
+ *   client.start();  // later: client.stop() acks what was applied and closes normally
  *
- * Options: `url` (default `/ws` on the page's host, ws: or wss: as the page), `token` (a JWT, sent in the
- * hello, never in the URL), `initialDelayMs` 500 / `maxDelayMs` 30000 (reconnect backoff: attempt n waits
- * a uniform random time in [0, min(max, initial * 2^n)]), `dedupCapacity` 100000 (processingIds
- * remembered), `storage` (default `localStorage` when usable; `null` turns persistence off).
+ * Options: `url` (default `/ws` on the page's host), `token` (JWT; sent in the hello, never in the URL),
+ * `initialDelayMs` 500 and `maxDelayMs` 30000 (attempt n waits uniformly in [0, min(max, initial * 2^n)]),
+ * `dedupCapacity` 100000 (processingIds remembered), `storage` (default localStorage; null: none).
+ * Read `client.state` (Map key -> {seq, processingId, data}), `client.cursor` ({epoch, seq} applied) and
+ * `client.stats()` (connects, duplicates, gaps — also sent in acks —, snapshot resets by reason, closes
+ * by code). Resumable closes, network errors and unknown codes reconnect; a terminal code (or a frame
+ * the client cannot read: code 1002, sent on the wire as 1000 since pages may not send 1002) stops the
+ * client with `client.terminal` = {code, name, reason} and onStatus {state: "failed"}.
  *
- * `client.state` is a Map key -> {seq, processingId, data}: the latest result per key. `client.cursor`
- * is {epoch, seq} of the last entry applied. `client.stats()` counts connects, reconnects, duplicates,
- * gaps (both also reported to the server in acks), snapshot resets by reason and closes by code.
- * A resumable close (table in docs/protocol.md; also 1005/1006, network errors and unknown codes) is
- * retried with backoff; a terminal one stops the client with `client.terminal` = {code, name, reason}
- * and an onStatus {state: "failed"}. A frame the client cannot read stops it too (reported as code 1002;
- * browsers only let a page send 1000 or 3000-4999, so the wire carries 1000 and the reason).
- *
- * Persistence: the session id is kept in `storage` together with the cursor and the state it belongs
- * to (written whenever an ack is sent), so a reloaded page resumes after its cursor with its state.
- * Keeping the session id alone would be wrong: a hello with a known session but no cursor resumes from
- * the session's last ack, after entries this page never applied.
+ * Persistence: the session id is saved with the cursor and the state it belongs to (whenever an ack is
+ * sent), so a reloaded page resumes after its cursor with its state. The session id alone would not do:
+ * a hello with a known session and no cursor resumes after the session's last ack, i.e. after entries
+ * this page never applied.
  */
 
 /** @typedef {{seq: number, processingId: string, key: string, data: unknown, commitMs: number}} Entry */
 /** @typedef {{seq: number, processingId: string, data: unknown}} StateItem */
 /** @typedef {{epoch: string, seq: number}} Cursor */
-/** @typedef {{epoch: string, seq: number, reason: string}} SnapshotInfo */
 /** @typedef {{state: "connecting"|"open"|"waiting"|"stopped"|"failed", code?: number, reason?: string,
  *   delayMs?: number, attempt?: number, recovered?: boolean, reset?: string|null}} Status */
-/** @typedef {{code: number, name: string, reason: string}} Terminal */
 
 export const PROTOCOL_VERSION = 1;
 /** Close code -> [name, resumable]: the table of docs/protocol.md (a test compares it with the server's). */
@@ -180,7 +173,7 @@ export class SparkwireClient {
     this.counts = { connects: 0, opened: 0, connectionFailures: 0, framesReceived: 0, acksSent: 0, unknownFrames: 0 };
     /** @type {Record<number, number>} how connections ended, by close code */
     this.closes = {};
-    /** @type {Terminal|null} */
+    /** @type {{code: number, name: string, reason: string}|null} why the client stopped by itself */
     this.terminal = null;
     this.lastError = null;
     this.conn = null;
@@ -205,8 +198,7 @@ export class SparkwireClient {
   start() {
     if (this.running) return;
     this.running = true;
-    this.terminal = null;
-    this.attempt = 0;
+    [this.terminal, this.lastError, this.attempt] = [null, null, 0];
     if (this.restored) {
       this.restored = false;
       safely(this.options.onSnapshot, this.state, { epoch: this.epoch, seq: this.lastSeq, reason: "restored" });
@@ -298,7 +290,8 @@ export class SparkwireClient {
   _onSnapshot(conn, part) {
     const parts = conn.snapshotParts;
     if (parts.length && (part.epoch !== parts[0].epoch || part.seq !== parts[0].seq)) {
-      return { protocolError: `snapshot part of ${part.epoch}/${part.seq} inside one of ${parts[0].epoch}/${parts[0].seq}` };
+      const [got, open] = [`${part.epoch}/${part.seq}`, `${parts[0].epoch}/${parts[0].seq}`];
+      return { protocolError: `snapshot part of ${got} inside one of ${open}` };
     }
     if (!parts.length && !conn.snapshotExpected) {
       conn.snapshotReason = UNANNOUNCED_RESET;
@@ -317,7 +310,9 @@ export class SparkwireClient {
   }
 
   _onEntries(conn, frame) {
-    if (conn.snapshotParts.length || conn.snapshotExpected) return { protocolError: "entries before the snapshot was complete" };
+    if (conn.snapshotParts.length || conn.snapshotExpected) {
+      return { protocolError: "entries before the snapshot was complete" };
+    }
     let moved = 0;
     for (const entry of frame.entries) {
       if (entry.seq <= this.lastSeq) { this.seqDuplicates += 1; continue; }
@@ -395,8 +390,8 @@ export class SparkwireClient {
     this.closes[code] = (this.closes[code] ?? 0) + 1;
     if (refused || (!clientGap && !isResumable(code))) {
       // The error frame sent before the close holds the reason the close frame may truncate.
-      const full = this.lastError !== null && this.lastError.code === code;
-      this.terminal = { code, name: CLOSE_CODES[code]?.[0] ?? "unknown", reason: full ? this.lastError.reason : reason };
+      const full = this.lastError?.code === code ? this.lastError.reason : reason;
+      this.terminal = { code, name: CLOSE_CODES[code]?.[0] ?? "unknown", reason: full };
       this.running = false;
       this._status({ state: "failed", ...this.terminal });
       return;
@@ -423,7 +418,7 @@ export class SparkwireClient {
       items: Object.fromEntries(this.state) };
     try {
       this.storage.setItem(this.storageKey, JSON.stringify(saved));
-    } catch {  // over quota: a later page starts from a snapshot rather than from a stale pair
+    } catch {  // over quota: a later page starts from a snapshot, not from an older position
       try { this.storage.removeItem(this.storageKey); } catch { /* storage unusable */ }
     }
   }
@@ -432,10 +427,10 @@ export class SparkwireClient {
     try {
       const saved = JSON.parse(this.storage?.getItem(this.storageKey) ?? "null");
       if (saved === null) return false;
-      if (saved.v !== PROTOCOL_VERSION || !SESSION_ID.test(field(saved, "saved", "session", "string"))) return false;
-      const items = Object.entries(field(saved, "saved", "items", "object")).map(([k, raw]) => [k, stateItem(raw, "saved item")]);
-      [this.epoch, this.lastSeq] = [field(saved, "saved", "epoch", "string"), field(saved, "saved", "seq", "count")];
-      this.sessionId = saved.session;
+      const f = (name, kind) => field(saved, "saved", name, kind);
+      if (saved.v !== PROTOCOL_VERSION || !SESSION_ID.test(f("session", "string"))) return false;
+      const items = Object.entries(f("items", "object")).map(([key, raw]) => [key, stateItem(raw, "saved item")]);
+      [this.epoch, this.lastSeq, this.sessionId] = [f("epoch", "string"), f("seq", "count"), saved.session];
       this.state = new Map(items);
       return true;
     } catch {

@@ -14,9 +14,18 @@ import pytest
 import redis as redis_lib
 from playwright.sync_api import Browser, Page, sync_playwright
 
-from sparkwire.gateway.close_codes import CLOSE_SPECS, is_resumable
+from sparkwire.gateway.close_codes import CLOSE_SPECS, CloseCode, is_resumable
+from sparkwire.gateway.protocol import (
+    Welcome,
+    encode_entry,
+    encode_error,
+    encode_snapshot,
+    encode_welcome,
+    pack_entries,
+)
 from sparkwire.gateway.sessions import session_key
 from sparkwire.replaylog import ReplayLogReader
+from sparkwire.replaylog.model import Entry, Snapshot, StateItem
 from sparkwire.stack import NginxBalancer, RedisServer
 
 from .conftest import Committer, GatewayProcess, wait_for
@@ -77,7 +86,7 @@ def wait_seq(page: Page, seq: int) -> None:
 
 
 def stats(page: Page) -> dict[str, Any]:
-    return dict(page.evaluate("window.__sparkwire.client.stats()"))
+    return dict(page.evaluate("(window.__sparkwire?.client ?? window.client).stats()"))
 
 
 def received(page: Page) -> list[tuple[int, str]]:
@@ -233,3 +242,197 @@ def test_the_close_code_table_is_the_servers(browser: Browser, console: list[str
     codes = [1000, 1001, 1002, 1005, 1006, 1011, 1012, 1013, 1014, 1015, 3000, 4400, 4409, 4999]
     resumable = page.evaluate(f"codes => {module}.then(m => codes.map(m.isResumable))", codes)
     assert resumable == [is_resumable(code) for code in codes]
+
+
+# -- the client's frame handling in Chromium against a scripted socket (no server): what a real gateway
+#    never does on purpose — gaps, repeats, malformed frames, terminal closes — built with its encoders ----
+
+STATIC = Path(__file__).resolve().parents[3] / "services" / "gateway" / "static"
+FAKE_SOCKET = """
+class FakeWebSocket {
+  static CONNECTING = 0; static OPEN = 1; static CLOSING = 2; static CLOSED = 3;
+  constructor(url) {
+    this.url = url; this.sent = []; this.readyState = 0; this.closedWith = null;
+    window.__sockets.push(this);
+    setTimeout(() => { this.readyState = 1; this.onopen?.({}); });
+  }
+  send(text) { if (this.readyState !== 1) throw new Error("send on a socket that is not open"); this.sent.push(text); }
+  close(code, reason) { this.closedWith = [code, reason]; this.readyState = 3; }
+  deliver(...frames) { for (const frame of frames) this.onmessage?.({ data: frame }); }
+  drop(code, reason = "") { this.readyState = 3; this.onclose?.({ code, reason }); }
+}
+window.__sockets = [];
+window.WebSocket = FakeWebSocket;
+"""
+
+
+def scripted_page(browser: Browser, console: list[str], **options: object) -> Page:
+    """A page whose WebSocket is ``FakeWebSocket``, with a started client in ``window.client``."""
+    context = browser.new_context()
+    context.add_init_script(FAKE_SOCKET)
+    context.route("http://sparkwire.test/static/*", lambda route: route.fulfill(
+        path=STATIC / route.request.url.rsplit("/", 1)[1], content_type="text/javascript"))
+    context.route("http://sparkwire.test/", lambda route: route.fulfill(content_type="text/html", body="""
+        <script type="module">import * as m from "/static/sparkwire-client.js"; window.m = m;</script>"""))
+    page = context.new_page()
+    page.on("console", lambda message: console.append(f"[{message.type}] {message.text}"))
+    page.on("pageerror", lambda error: console.append(f"[pageerror] {error}"))
+    page.goto("http://sparkwire.test/")
+    page.wait_for_function("window.m !== undefined", timeout=WAIT_MS)
+    start_client(page, **options)
+    return page
+
+
+def start_client(page: Page, **options: object) -> None:
+    """A new client in ``window.client`` (the previous one, if any, stopped), on fresh sockets."""
+    page.evaluate("""options => {
+      window.client?.stop();
+      window.__sockets = [];
+      window.events = [];
+      window.client = new m.SparkwireClient({ stream: "s", storage: null, ...options,
+        onEntry: (e) => events.push(["entry", e.seq, e.processingId]),
+        onSnapshot: (state, info) => events.push(["snapshot", info.seq, info.reason, [...state.keys()].sort()]),
+        onStatus: (s) => events.push(["status", s.state, s.code ?? null, s.delayMs ?? null, s.attempt ?? null]) });
+      client.start();
+    }""", options)
+
+
+def socket_opened(page: Page, index: int) -> list[dict[str, Any]]:
+    """What the client sent on socket ``index`` once it opened (its hello first)."""
+    page.wait_for_function("i => window.__sockets[i]?.sent.length > 0", arg=index, timeout=WAIT_MS)
+    return [json.loads(text) for text in page.evaluate("i => window.__sockets[i].sent", index)]
+
+
+def deliver(page: Page, index: int, *frames: str) -> None:
+    page.evaluate("([i, frames]) => window.__sockets[i].deliver(...frames)", [index, list(frames)])
+
+
+def sent_acks(page: Page, index: int) -> list[dict[str, Any]]:
+    return [frame for frame in socket_opened(page, index) if frame["type"] == "ack"]
+
+
+def events(page: Page, kind: str) -> list[list[Any]]:
+    return [event[1:] for event in page.evaluate("window.events") if event[0] == kind]
+
+
+def welcome_frame(*, recovered: bool = True, reset: str | None = None, epoch: str = "e1", ack_every: int = 100,
+                  ack_interval_ms: int = 60_000) -> str:
+    return encode_welcome(Welcome(session="srv-session", epoch=epoch, head_seq=0, recovered=recovered, reset=reset,
+                                  ack_every=ack_every, ack_interval_ms=ack_interval_ms))
+
+
+def entries_frame(*seqs: int | tuple[int, str], epoch: str = "e1") -> str:
+    pairs = [(s, f"p{s}") if isinstance(s, int) else s for s in seqs]
+    items = [Entry(seq=s, processing_id=pid, key=f"k{s % 2}", data=f'{{"n":{s}}}', commit_ms=s, batch_id=0)
+             for s, pid in pairs]
+    [frame] = pack_entries(epoch, [encode_entry(item) for item in items])
+    return frame
+
+
+def test_scripted_repeats_are_dropped_a_gap_resumes_from_before_it_and_a_terminal_close_stops(
+    browser: Browser, console: list[str]
+) -> None:
+    page = scripted_page(browser, console, initialDelayMs=1, maxDelayMs=1)
+    [hello] = socket_opened(page, 0)
+    assert hello["type"] == "hello" and hello["v"] == 1 and "cursor" not in hello and len(hello["session"]) == 32
+    deliver(page, 0, welcome_frame(ack_every=3), entries_frame(1, 2), entries_frame(2, 3),  # seq 2 again
+            entries_frame((4, "p1")), entries_frame(5))  # a new seq with a result already applied
+    assert events(page, "entry") == [[1, "p1"], [2, "p2"], [3, "p3"], [5, "p5"]]
+    assert sent_acks(page, 0) == [{"type": "ack", "seq": 3, "duplicates": 1, "gaps": 0}]  # every 3 entries
+
+    deliver(page, 0, entries_frame(6, 8, 9))  # 7 is missing: 6 is applied, 8 and 9 are not
+    assert sent_acks(page, 0)[-1] == {"type": "ack", "seq": 6, "duplicates": 2, "gaps": 1}
+    closed = page.evaluate("window.__sockets[0].closedWith")
+    assert closed == [1000, "gap: expected seq 7, got 8; resuming"]
+    [hello] = socket_opened(page, 1)  # at once, from before the hole, in the server's session
+    assert (hello["session"], hello["cursor"]) == ("srv-session", {"epoch": "e1", "seq": 6})
+
+    # A resume the server cannot serve: a snapshot in parts replaces the state only once whole.
+    parts = encode_snapshot(Snapshot(epoch="e2", seq=50, items={
+        f"key-{i}": StateItem(seq=40 + i, processing_id=f"q{i}", data={"i": i}) for i in range(5)}), 150)
+    assert len(parts) > 1
+    deliver(page, 1, welcome_frame(recovered=False, reset="cursor_too_old", epoch="e2"), *parts[:-1])
+    assert events(page, "snapshot") == []
+    deliver(page, 1, parts[-1], entries_frame(51, epoch="e2"), '{"type":"ping","t":17}')
+    assert events(page, "snapshot") == [[50, "cursor_too_old", [f"key-{i}" for i in range(5)]]]
+    assert events(page, "entry")[-1] == [51, "p51"]
+    assert socket_opened(page, 1)[-1] == {"type": "pong", "t": 17}
+
+    page.evaluate("window.__sockets[1].drop(1006)")  # dropped without a close frame: resume with backoff
+    [hello] = socket_opened(page, 2)
+    assert hello["cursor"] == {"epoch": "e2", "seq": 51}
+    deliver(page, 2, encode_error(CloseCode.AUTH_FAILED, "token expired at 12:00"))
+    page.evaluate("window.__sockets[2].drop(4401, 'authentication failed')")
+    page.wait_for_timeout(100)
+    final = stats(page)
+    assert final["terminal"] == {"code": 4401, "name": "auth_failed", "reason": "token expired at 12:00"}
+    assert page.evaluate("window.__sockets.length") == 3, "a terminal close is not retried"
+    assert events(page, "status")[-1][:2] == ["failed", 4401]
+    assert (final["duplicates"], final["gaps"], final["resets"]) == (2, 1, {"cursor_too_old": 1})
+    assert final["closes"] == {"1000": 1, "1006": 1, "4401": 1}
+    assert page.evaluate("Object.fromEntries(client.state)")["k1"] == {"seq": 51, "processingId": "p51",
+                                                                       "data": {"n": 51}}
+
+
+UNREADABLE_FRAMES = [
+    "not json",
+    '{"type":"entries","epoch":"e1","entries":[{"seq":"1","processingId":"p","key":"k","data":{},"commitMs":1}]}',
+    '{"type":"entries","epoch":"e1","entries":[{"seq":1,"key":"k","data":{},"commitMs":1}]}',
+    '{"type":"snapshot","epoch":"e1","seq":-1,"items":{},"more":false}',
+    # beyond 2^53 a JavaScript number cannot tell seqs apart: refused rather than rounded
+    '{"type":"entries","epoch":"e1","entries":[{"seq":9007199254740993,"processingId":"p","key":"k","data":{},'
+    '"commitMs":1}]}',
+    '{"type":"welcome"}',
+]
+
+
+def test_scripted_a_frame_the_client_cannot_read_stops_it(browser: Browser, console: list[str]) -> None:
+    page = scripted_page(browser, console, initialDelayMs=1, maxDelayMs=1)
+    for frame in UNREADABLE_FRAMES:
+        if frame != UNREADABLE_FRAMES[0]:
+            start_client(page, initialDelayMs=1, maxDelayMs=1)
+        socket_opened(page, 0)
+        deliver(page, 0, welcome_frame(), frame)
+        final = stats(page)
+        assert final["terminal"] is not None and final["terminal"]["code"] == 1002, (frame, final)
+        code, reason = page.evaluate("window.__sockets[0].closedWith")
+        assert code == 1000 and reason == final["terminal"]["reason"][:123]  # browsers cannot send 1002
+        page.wait_for_timeout(20)
+        assert page.evaluate("window.__sockets.length") == 1, f"retried after {frame}"
+    # entries before the welcome are refused too; an unannounced snapshot is counted, not refused
+    start_client(page)
+    socket_opened(page, 0)
+    deliver(page, 0, entries_frame(1))
+    assert stats(page)["terminal"]["reason"] == "entries before welcome"
+    start_client(page)
+    socket_opened(page, 0)
+    unannounced = '{"type":"snapshot","epoch":"e1","seq":0,"items":{},"more":false}'
+    deliver(page, 0, welcome_frame(), unannounced, '{"type":"notice","text":"from a newer server"}')
+    final = stats(page)
+    assert (final["terminal"], final["resets"], final["unknownFrames"]) == (None, {"unannounced": 1}, 1)
+
+
+def test_scripted_acks_by_time_a_final_ack_on_stop_and_backoff_with_jitter(
+    browser: Browser, console: list[str]
+) -> None:
+    page = scripted_page(browser, console, initialDelayMs=40, maxDelayMs=100)
+    socket_opened(page, 0)
+    deliver(page, 0, welcome_frame(ack_interval_ms=100), entries_frame(1))
+    page.wait_for_function("window.__sockets[0].sent.length >= 2", timeout=WAIT_MS)  # no frame needed
+    assert sent_acks(page, 0) == [{"type": "ack", "seq": 1, "duplicates": 0, "gaps": 0}]
+    page.evaluate("window.__sockets[0].drop(1001)")  # a draining pod: retried at once
+    socket_opened(page, 1)
+    for index in (1, 2, 3, 4):  # refused before any welcome: attempts grow, delays stay under the cap
+        page.evaluate("i => window.__sockets[i].drop(1006)", index)
+        socket_opened(page, index + 1)
+    waits = [(code, delay, attempt) for state, code, delay, attempt in events(page, "status") if state == "waiting"]
+    assert [(code, attempt) for code, _, attempt in waits] == [(1001, 1), (1006, 2), (1006, 3), (1006, 4), (1006, 5)]
+    assert waits[0][1] == 0  # after a welcome, going_away is retried at once
+    ceilings = [80, 100, 100, 100]  # full jitter in [0, min(maxDelayMs, initialDelayMs * 2^attempt)]
+    assert all(0 <= delay <= ceiling for (_, delay, _), ceiling in zip(waits[1:], ceilings, strict=True)), waits
+    deliver(page, 5, welcome_frame(), entries_frame(2, 3))
+    page.evaluate("client.stop()")
+    assert sent_acks(page, 5) == [{"type": "ack", "seq": 3, "duplicates": 0, "gaps": 0}]
+    assert page.evaluate("window.__sockets[5].closedWith") == [1000, "client stopping"]
+    page.wait_for_timeout(150)
+    assert page.evaluate("window.__sockets.length") == 6, "stopped: no reconnect"
