@@ -62,3 +62,13 @@ def non_negative_int(text: str) -> int:
     if value < 0:
         raise ValueError(f"must be >= 0, got {value}")
     return value
+
+
+def parse_bool(text: str) -> bool:
+    """``true/false``, ``1/0``, ``yes/no``, ``on/off`` (any case), as environment variables are written."""
+    lowered = text.strip().lower()
+    if lowered in ("true", "1", "yes", "on"):
+        return True
+    if lowered in ("false", "0", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")

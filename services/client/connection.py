@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import socket
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -78,6 +79,7 @@ class StreamClient:
         dedup_capacity: int = 100_000,
         reconnect: ReconnectPolicy | None = None,
         open_timeout_s: float = 5.0,
+        open_socket: Callable[[], socket.socket] | None = None,
         rng: random.Random | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -86,6 +88,9 @@ class StreamClient:
         self.session = ClientSession(token=token, on_entry=on_entry, dedup_capacity=dedup_capacity, clock=clock)
         self.reconnect = reconnect if reconnect is not None else ReconnectPolicy()
         self.open_timeout_s = open_timeout_s
+        # A connected socket per attempt instead of websockets' own: to set socket options (tests use a
+        # small receive buffer to stand in for a slow network) or to go through an already open tunnel.
+        self.open_socket = open_socket
         self._rng = rng if rng is not None else random.Random()
         self._stop = asyncio.Event()
         self._progress = asyncio.Event()  # set after every frame: wakes ``wait_until``
@@ -166,9 +171,10 @@ class StreamClient:
                 if self._stop.is_set():
                     return
             try:
+                sock = await asyncio.to_thread(self.open_socket) if self.open_socket is not None else None
                 async with connect(
                     self.url, open_timeout=self.open_timeout_s, max_size=None,
-                    origin=Origin(self.origin) if self.origin is not None else None,
+                    origin=Origin(self.origin) if self.origin is not None else None, sock=sock,
                 ) as ws:
                     self._opened += 1
                     ended = await self._serve(ws)

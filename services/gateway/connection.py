@@ -24,6 +24,8 @@ from sparkwire.gateway.close_codes import CloseCode, close_reason
 from sparkwire.gateway.history import read_after, read_snapshot
 from sparkwire.gateway.hub import LiveEntry, StreamHub, Subscription
 from sparkwire.gateway.protocol import (
+    PING_INTERVAL_S,
+    PONG_TIMEOUT_S,
     Ack,
     EncodedEntry,
     Hello,
@@ -45,6 +47,10 @@ from sparkwire.replaylog.model import Entry
 
 log = logging.getLogger(__name__)
 
+# How long a close frame may wait behind data the client has not read yet (a slow consumer that wakes up
+# reads its backlog, then the close code) before the connection is dropped without it.
+CLOSE_TIMEOUT_S = 5.0
+
 
 @dataclass(frozen=True)
 class ConnectionSettings:
@@ -55,6 +61,8 @@ class ConnectionSettings:
     max_server_frame_bytes: int
     page_size: int
     auth_secret: str
+    ping_interval_s: float = PING_INTERVAL_S
+    pong_timeout_s: float = PONG_TIMEOUT_S
 
 
 class Close(Exception):
@@ -81,6 +89,7 @@ class Connection:
         self.merger = ReplayMerger(0)
         self.last_ack = 0
         self.reported = (0, 0)
+        self.last_heard = time.monotonic()
 
     async def serve(self) -> None:
         """Run until the client leaves or a ``Close`` is raised; never lets an error escape."""
@@ -171,7 +180,8 @@ class Connection:
         overflow = asyncio.create_task(subscription.overflowed.wait())
         reset = asyncio.create_task(subscription.reset.wait())
         drain = asyncio.create_task(self.draining.wait())
-        tasks = {sender, receiver, overflow, reset, drain}
+        heartbeat = asyncio.create_task(self._heartbeat())
+        tasks = {sender, receiver, overflow, reset, drain, heartbeat}
         try:
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -247,9 +257,21 @@ class Connection:
             await self.websocket.send_text(frame)
         metrics.ENTRIES_DELIVERED.labels(stream=self.stream).inc(len(entries))
 
+    async def _heartbeat(self) -> None:
+        """Application pings: browsers cannot send or observe WebSocket-level pings, and a proxy may keep a
+        dead client's TCP connection open for a long time. Any frame from the client counts as an answer."""
+        t = 0
+        while True:
+            await asyncio.sleep(self.settings.ping_interval_s)
+            if time.monotonic() - self.last_heard > self.settings.pong_timeout_s:
+                raise Close(CloseCode.TIMEOUT, f"no frame for {self.settings.pong_timeout_s:g} s")
+            t += 1
+            await self.websocket.send_text(encode_heartbeat(Ping(t)))
+
     async def _receive_loop(self) -> None:
         while True:
             message = await self.websocket.receive()
+            self.last_heard = time.monotonic()
             frame = parse_client_frame(self._payload(message), self.settings.max_client_frame_bytes)
             if isinstance(frame, Ack):
                 await self._on_ack(frame)
@@ -278,7 +300,7 @@ class Connection:
         with contextlib.suppress(Exception):
             if not code.resumable:
                 await asyncio.wait_for(self.websocket.send_text(encode_error(code, reason)), 1.0)
-            await asyncio.wait_for(self.websocket.close(code=int(code), reason=close_reason(reason)), 2.0)
+            await asyncio.wait_for(self.websocket.close(code=int(code), reason=close_reason(reason)), CLOSE_TIMEOUT_S)
 
 
 def now_ms() -> int:

@@ -64,7 +64,8 @@ def run(args: argparse.Namespace) -> int:
     )
     config = uvicorn.Config(
         create_app(gateway), host=args.host, port=args.port, log_level=args.log_level.lower(),
-        ws_max_size=args.max_frame_bytes, ws_ping_interval=20.0, ws_ping_timeout=20.0, access_log=False,
+        ws_max_size=args.max_frame_bytes, ws_per_message_deflate=args.per_message_deflate,
+        ws_ping_interval=20.0, ws_ping_timeout=20.0, access_log=False,
         timeout_graceful_shutdown=max(args.drain_seconds, 1), lifespan="on",
     )
     DrainingServer(config, gateway, args.drain_seconds).run()

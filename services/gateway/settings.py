@@ -12,8 +12,10 @@ from sparkwire.gateway.protocol import (
     HELLO_TIMEOUT_S,
     MAX_CLIENT_FRAME_BYTES,
     MAX_SERVER_FRAME_BYTES,
+    PING_INTERVAL_S,
+    PONG_TIMEOUT_S,
 )
-from sparkwire.options import add_option, non_negative_int, positive_int
+from sparkwire.options import add_option, non_negative_int, parse_bool, positive_int
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,8 +40,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                help="how long a session's position outlives its last ack")
     add_option(parser, "--hello-timeout-ms", type=positive_int, default=int(HELLO_TIMEOUT_S * 1000),
                help="close connections that send no hello within this time")
+    add_option(parser, "--ping-interval-ms", type=positive_int, default=int(PING_INTERVAL_S * 1000),
+               help="send an application ping to each client this often")
+    add_option(parser, "--pong-timeout-ms", type=positive_int, default=int(PONG_TIMEOUT_S * 1000),
+               help="close (resumable 4408) a client that sent no frame for this long")
     add_option(parser, "--max-frame-bytes", type=positive_int, default=MAX_CLIENT_FRAME_BYTES,
                help="largest client frame accepted")
+    add_option(parser, "--per-message-deflate", type=parse_bool, default=False,
+               help="offer WebSocket compression; costs a zlib context (~300 KB) and deflate CPU per connection")
     add_option(parser, "--drain-seconds", type=non_negative_int, default=10,
                help="on SIGTERM, how long to wait for clients to leave after closing them")
     add_option(parser, "--pod-name", default=socket.gethostname(), help="this pod's name in session hashes")
@@ -55,6 +63,8 @@ def connection_settings(args: argparse.Namespace) -> ConnectionSettings:
         max_server_frame_bytes=MAX_SERVER_FRAME_BYTES,
         page_size=args.page_size,
         auth_secret=args.auth_secret,
+        ping_interval_s=args.ping_interval_ms / 1000,
+        pong_timeout_s=args.pong_timeout_ms / 1000,
     )
 
 

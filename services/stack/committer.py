@@ -4,6 +4,7 @@ the demo and the benchmarks."""
 from __future__ import annotations
 
 import json
+import random
 import threading
 
 import redis as redis_lib
@@ -19,7 +20,7 @@ class Committer:
         self.writer = ReplayLogWriter(client, stream, retention=retention)
         self.per_batch = per_batch
         self.interval = interval
-        self.padding = "x" * payload_bytes
+        self.payload_bytes = payload_bytes
         self.batch_id = 0
         self.committed = 0
         self._stop = threading.Event()
@@ -34,8 +35,8 @@ class Committer:
 
     def _record(self, n: int) -> Record:
         value: dict[str, object] = {"n": n}
-        if self.padding:
-            value["pad"] = self.padding
+        if self.payload_bytes:  # incompressible, so WebSocket compression cannot shrink it
+            value["pad"] = random.Random(n).randbytes(self.payload_bytes // 2).hex()
         return Record(f"pid-{n:08d}", f"k{n % 7}", json.dumps(value))
 
     def start(self) -> Committer:
