@@ -49,9 +49,17 @@ dir="$(module_dir "github.com/prometheus-operator/prometheus-operator@$PROMETHEU
 cp "$dir"/example/prometheus-operator-crd/monitoring.coreos.com_{servicemonitors,prometheusrules}.yaml "$OUT/crds/"
 chmod u+w "$OUT"/crds/*
 
-echo "--> skaffold $SKAFFOLD_VERSION schema v4beta14"
+# skaffold v2.16.1 ships schemas up to v4beta13 (v4beta14 is newer than the module); tests/deploy falls
+# back to v4beta13's schema, which v4beta14 files are checked against (its upgrade converts nothing).
+echo "--> skaffold $SKAFFOLD_VERSION schema v4beta14 (else v4beta13)"
 dir="$(module_dir "github.com/GoogleContainerTools/skaffold/v2@$SKAFFOLD_VERSION")"
-cp "$dir/docs-v2/content/en/schemas/v4beta14.json" "$OUT/schemas/skaffold-v4beta14.json"
+rm -rf "$OUT/schemas" && mkdir -p "$OUT/schemas"
+for schema in v4beta14 v4beta13; do
+  if [[ -f "$dir/docs-v2/content/en/schemas/$schema.json" ]]; then
+    cp "$dir/docs-v2/content/en/schemas/$schema.json" "$OUT/schemas/skaffold-$schema.json"; break
+  fi
+done
+ls "$OUT"/schemas/skaffold-*.json >/dev/null
 chmod u+w "$OUT"/schemas/*
 
 "$OUT/bin/helm" version --short
