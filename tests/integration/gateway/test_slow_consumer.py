@@ -18,45 +18,23 @@ from sparkwire.gateway.close_codes import CloseCode
 from sparkwire.replaylog import ReplayLogReader
 from sparkwire.stack import Committer, GatewayProcess, RedisServer
 
+from .client_thread import ClientThread
+
 STALL_S = 6.0
 
 
-class SlowClient:
-    """A ``StreamClient`` in its own thread and event loop whose entry callback blocks for ``STALL_S`` once
-    ``slow`` is set: its loop stops reading the socket, as a browser tab stuck rendering would, then reads
-    on at full speed."""
+class SlowClient(ClientThread):
+    """Its entry callback blocks for ``STALL_S`` once ``slow`` is set: the client's loop stops reading the
+    socket, as a browser tab stuck rendering would, then reads on at full speed."""
 
     def __init__(self, url: str) -> None:
         self.slow = threading.Event()
-        self.client: StreamClient | None = None
-        self.ready = threading.Event()
-        self.done = threading.Event()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread = threading.Thread(target=lambda: asyncio.run(self._main(url)), daemon=True)
+        super().__init__(url, on_entry=self._on_entry, open_socket=lambda: _small_buffer_socket(url))
 
     def _on_entry(self, entry: ReceivedEntry) -> None:
         if self.slow.is_set():
             self.slow.clear()
             time.sleep(STALL_S)
-
-    async def _main(self, url: str) -> None:
-        self._loop = asyncio.get_running_loop()
-        self.client = StreamClient(url, on_entry=self._on_entry, open_socket=lambda: _small_buffer_socket(url))
-        self.ready.set()
-        try:
-            await self.client.run()
-        finally:
-            self.done.set()
-
-    def start(self) -> SlowClient:
-        self._thread.start()
-        self.ready.wait(5)
-        return self
-
-    def stop(self) -> None:
-        if self._loop is not None and self.client is not None:
-            asyncio.run_coroutine_threadsafe(self.client.stop(), self._loop).result(10)
-        self._thread.join(10)
 
 
 def test_a_slow_client_is_closed_resumes_and_loses_nothing_while_others_are_unaffected(
