@@ -99,16 +99,25 @@ def test_kind_profile_loads_images_instead_of_pushing_and_uses_the_kind_values(c
     assert {"kubeContext": "kind-sparkwire"} in kind["activation"]
     patched = apply_patches(release(config), kind["patches"], prefix="/deploy/helm/releases/0")
     assert patched["valuesFiles"] == ["charts/sparkwire/ci/kind-values.yaml"]
+    # `-p kind,e2e` (tests/e2e/kind/up.sh): the e2e values go on top of the kind values.
+    patched = apply_patches(patched, profiles["e2e"]["patches"], prefix="/deploy/helm/releases/0")
+    assert patched["valuesFiles"] == ["charts/sparkwire/ci/kind-values.yaml", "tests/e2e/kind/e2e-values.yaml"]
+    assert (REPO / "tests/e2e/kind/e2e-values.yaml").is_file()
 
 
 def apply_patches(target: dict[str, Any], patches: list[dict[str, Any]], prefix: str) -> dict[str, Any]:
-    """The few JSON-patch `add` operations the profiles use, applied to one release."""
+    """The JSON-patch `add` operations the profiles use (set a key, or append with `/-`) on one release."""
     result = dict(target)
     for patch in patches:
         assert patch["op"] == "add" and patch["path"].startswith(prefix + "/"), patch
         key = patch["path"][len(prefix) + 1:]
+        if key.endswith("/-"):
+            key = key[:-2]
+            assert key in result, f"{patch['path']}: appends to a list no earlier profile created"
+            result[key] = [*result[key], patch["value"]]
+        else:
+            result[key] = patch["value"]
         assert "/" not in key, patch
-        result[key] = patch["value"]
     return result
 
 
@@ -149,7 +158,7 @@ def test_images_and_port_forward_target_match_the_rendered_chart(config: dict[st
     for image, prefix in IMAGE_VALUES.items():
         set_values[f"{prefix}.repository"] = image
         set_values[f"{prefix}.tag"] = "0123abcd"
-    values_files = [KIND_VALUES] if KIND_VALUES.is_file() else []
+    values_files = [KIND_VALUES, REPO / "tests/e2e/kind/e2e-values.yaml"] if KIND_VALUES.is_file() else []
     objects = helm_template(chart, release=rel["name"], namespace=rel["namespace"], values_files=values_files,
                             set_values=set_values)
     images: dict[str, set[str]] = {}
@@ -158,6 +167,13 @@ def test_images_and_port_forward_target_match_the_rendered_chart(config: dict[st
             images.setdefault(obj["kind"], set()).add(image)
     assert "sparkwire-gateway:0123abcd" in images.get("Deployment", set()), images
     assert "sparkwire-aggregator:0123abcd" in images.get("SparkApplication", set()), images
+
+    if values_files:  # kind + e2e: the clients of tests/e2e/kind come in through ingress-nginx
+        [ingress] = [o for o in objects if o["kind"] == "Ingress"]
+        assert ingress["spec"]["ingressClassName"] == "nginx"
+        backends = {path["path"]: path["backend"]["service"]["name"]
+                    for rule in ingress["spec"]["rules"] for path in rule["http"]["paths"]}
+        assert backends.get("/ws") == "sparkwire-gateway", backends
 
     forward = config["portForward"][0]
     services = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Service"}
