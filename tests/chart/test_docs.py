@@ -1,0 +1,71 @@
+"""values.yaml is documented (helm-docs style) and schema-checked; the README's values table is current;
+Chart.yaml carries the agreed metadata."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import yaml
+from jsonschema import Draft7Validator
+
+from .conftest import CHART, CI_VALUES
+from .values_doc import README, VALUES, documented, leaf_paths, readme_with_table
+
+SCHEMA = json.loads((CHART / "values.schema.json").read_text())
+
+
+def test_every_value_has_a_description() -> None:
+    docs = documented()
+    undocumented = [path for path in leaf_paths(yaml.safe_load(VALUES.read_text()))
+                    if not any(path == key or path.startswith(key + ".") for key in docs)]
+    assert not undocumented, f"values without a `# --` comment: {undocumented}"
+    assert all(len(text.split()) >= 2 for text in docs.values())
+
+
+def test_readme_values_table_is_current() -> None:
+    readme = README.read_text()
+    assert readme == readme_with_table(readme), "run `.venv/bin/python tests/chart/values_doc.py`"
+
+
+def _merged(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in override.items():
+        out[key] = _merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+def test_values_and_ci_files_satisfy_the_draft7_schema() -> None:
+    Draft7Validator.check_schema(SCHEMA)
+    assert SCHEMA["$schema"] == "http://json-schema.org/draft-07/schema#"
+    validator = Draft7Validator(SCHEMA)
+    defaults = yaml.safe_load(VALUES.read_text())
+    for path in [None, *CI_VALUES]:
+        values = _merged(defaults, yaml.safe_load(path.read_text()) or {}) if path else defaults
+        errors = [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(values)]
+        assert not errors, f"{path}: {errors}"
+
+
+def test_schema_closes_every_section() -> None:
+    """Typos in value names fail instead of being ignored: every object of values.yaml's structure that is
+    not free-form (labels, resources, security contexts, ...) is additionalProperties: false."""
+    def walk(schema: dict[str, Any], values: Any, where: str) -> None:
+        if not isinstance(values, dict) or "properties" not in schema:
+            return
+        assert schema.get("additionalProperties") is False, where
+        assert set(values) <= set(schema["properties"]), f"{where}: {set(values) - set(schema['properties'])}"
+        for key, value in values.items():
+            walk(schema["properties"][key], value, f"{where}.{key}")
+
+    walk(SCHEMA, yaml.safe_load(VALUES.read_text()), "values")
+
+
+def test_chart_metadata() -> None:
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    assert (chart["apiVersion"], chart["name"], chart["version"], chart["appVersion"]) == (
+        "v2", "sparkwire", "0.1.0", "0.1.0")
+    assert chart["kubeVersion"].startswith(">=1.27")
+    assert chart["type"] == "application"
+    from sparkwire import __version__
+
+    assert chart["appVersion"] == __version__, "appVersion is the default image tag: the package's version"
