@@ -1,0 +1,525 @@
+"""sparkwire on a kind cluster (tests/e2e/kind/up.sh): the real pipeline — a producer Job writing events
+into the chart's Kafka, the aggregator SparkApplication committing windows into the chart's Redis, the
+gateway Deployment behind ingress-nginx — while pods are deleted and rolled under running clients.
+
+Everything here is skipped, with the reason, unless a Docker engine answers, the kubeconfig has the
+cluster's context and sparkwire is deployed in it. Besides the Python packages of `.venv`, the tests need
+`kubectl` on PATH (port-forwards to Redis).
+
+Environment: SPARKWIRE_KIND_CONTEXT (kind-sparkwire), SPARKWIRE_NAMESPACE (sparkwire), SPARKWIRE_RELEASE
+(sparkwire), SPARKWIRE_KIND_HTTP (http://127.0.0.1:18080: ingress-nginx, kind-config.yaml),
+SPARKWIRE_KIND_CLIENTS (50).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import functools
+import json
+import os
+import queue
+import random
+import re
+import shutil
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+import redis as redis_lib
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes.client.exceptions import ApiException
+
+from sparkwire.client import StreamClient
+from sparkwire.producer.events import GeneratorConfig, generate
+from sparkwire.replaylog import ReplayLogReader
+from sparkwire.replaylog.model import Entry
+from sparkwire.verify import WindowResult, check_seqs, compare, expected_results
+
+CONTEXT = os.environ.get("SPARKWIRE_KIND_CONTEXT", "kind-sparkwire")
+NAMESPACE = os.environ.get("SPARKWIRE_NAMESPACE", "sparkwire")
+RELEASE = os.environ.get("SPARKWIRE_RELEASE", "sparkwire")
+FULLNAME = RELEASE if "sparkwire" in RELEASE else f"{RELEASE}-sparkwire"  # the chart's sparkwire.fullname
+HTTP = os.environ.get("SPARKWIRE_KIND_HTTP", "http://127.0.0.1:18080").rstrip("/")
+CLIENTS = int(os.environ.get("SPARKWIRE_KIND_CLIENTS", "50"))
+KAFKA_CLIENT_LABEL = {"sparkwire.io/kafka-client": "true"}  # the chart's networkPolicy.kafkaClientLabel
+DRIVER_SELECTOR = f"spark-role=driver,sparkoperator.k8s.io/app-name={FULLNAME}-aggregator"
+GATEWAY_SELECTOR = f"app.kubernetes.io/instance={RELEASE},app.kubernetes.io/component=gateway"
+
+
+# --- is there a cluster to test? -------------------------------------------------------------------------
+
+
+@functools.cache
+def unavailable() -> str | None:
+    """Why the kind tests cannot run here, or None."""
+    docker = shutil.which("docker")
+    if docker is None:
+        return "no docker CLI: the kind e2e tests need a Docker engine and `bash tests/e2e/kind/up.sh`"
+    try:
+        info = subprocess.run([docker, "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True,
+                              timeout=30)
+    except subprocess.TimeoutExpired:
+        return "no Docker engine: `docker info` timed out"
+    if info.returncode != 0:
+        detail = (info.stderr.strip().splitlines() or ["?"])[-1]
+        return f"no Docker engine (`docker info`: {detail}): the kind e2e tests need one and tests/e2e/kind/up.sh"
+    try:
+        contexts, _active = k8s_config.list_kube_config_contexts()
+    except (k8s_config.ConfigException, OSError) as error:
+        return f"no kubeconfig ({error}): run `bash tests/e2e/kind/up.sh`"
+    if CONTEXT not in {c["name"] for c in contexts}:
+        return f"no kind cluster: the kubeconfig has no context {CONTEXT!r}; run `bash tests/e2e/kind/up.sh`"
+    try:
+        apps = k8s.AppsV1Api(k8s_config.new_client_from_config(context=CONTEXT))
+        apps.read_namespaced_deployment(f"{FULLNAME}-gateway", NAMESPACE, _request_timeout=10)
+    except ApiException as error:
+        return f"sparkwire is not deployed in {CONTEXT}/{NAMESPACE} ({error.status} {error.reason}): run up.sh"
+    except Exception as error:  # unreachable API server: urllib3 errors of many kinds
+        return f"the API server of {CONTEXT} does not answer ({type(error).__name__}: {error})"
+    if shutil.which("kubectl") is None:
+        return "kubectl is not on PATH: the kind tests port-forward to Redis with it"
+    try:
+        urllib.request.urlopen(f"{HTTP}/healthz", timeout=5).close()
+    except urllib.error.HTTPError:
+        pass  # an answer from ingress-nginx: it is there (the gateway's /healthz is not routed)
+    except OSError as error:
+        return f"no ingress at {HTTP} ({error}): up.sh installs ingress-nginx and enables the gateway Ingress"
+    return None
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _kind_cluster_required() -> None:
+    reason = unavailable()
+    if reason is not None:
+        pytest.skip(reason)
+
+
+# --- the cluster ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Kube:
+    core: k8s.CoreV1Api
+    apps: k8s.AppsV1Api
+    batch: k8s.BatchV1Api
+    custom: k8s.CustomObjectsApi
+    events: list[str] = field(default_factory=list)
+
+    def note(self, what: str) -> None:
+        self.events.append(f"{time.strftime('%H:%M:%S')} {what}")
+
+    def pods(self, selector: str) -> list[k8s.V1Pod]:
+        items: list[k8s.V1Pod] = self.core.list_namespaced_pod(NAMESPACE, label_selector=selector).items
+        return items
+
+    def ready_pods(self, selector: str) -> list[k8s.V1Pod]:
+        return [p for p in self.pods(selector) if p.metadata.deletion_timestamp is None and _ready(p)]
+
+    def delete_pod(self, name: str, grace_seconds: int | None = None) -> None:
+        self.core.delete_namespaced_pod(name, NAMESPACE, grace_period_seconds=grace_seconds)
+        self.note(f"deleted pod {name} (grace {grace_seconds if grace_seconds is not None else 'default'})")
+
+    def driver(self) -> k8s.V1Pod | None:
+        running = [p for p in self.pods(DRIVER_SELECTOR)
+                   if p.status.phase == "Running" and p.metadata.deletion_timestamp is None]
+        return running[0] if running else None
+
+    def wait_for_driver(self, *, not_uid: str | None, timeout: float) -> k8s.V1Pod:
+        """A running driver pod other than ``not_uid`` (the operator resubmits after a driver is lost)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            pod = self.driver()
+            if pod is not None and pod.metadata.uid != not_uid:
+                return pod
+            time.sleep(2)
+        app = self.spark_application()
+        raise AssertionError(f"no new driver within {timeout}s; application state {app.get('status', {})}")
+
+    def spark_application(self) -> dict[str, Any]:
+        app: dict[str, Any] = self.custom.get_namespaced_custom_object(
+            "sparkoperator.k8s.io", "v1beta2", NAMESPACE, "sparkapplications", f"{FULLNAME}-aggregator")
+        return app
+
+    def roll_gateways(self) -> None:
+        """What `kubectl rollout restart` does: a new pod-template annotation."""
+        stamp = datetime.now(UTC).isoformat()
+        body = {"spec": {"template": {"metadata": {"annotations": {"sparkwire.io/restartedAt": stamp}}}}}
+        self.apps.patch_namespaced_deployment(f"{FULLNAME}-gateway", NAMESPACE, body)
+        self.note(f"rolling the gateways ({stamp})")
+
+    def wait_rolled_out(self, timeout: float = 300) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            d = self.apps.read_namespaced_deployment(f"{FULLNAME}-gateway", NAMESPACE)
+            s = d.status
+            if ((s.observed_generation or 0) >= d.metadata.generation and s.updated_replicas == d.spec.replicas
+                    and s.available_replicas == d.spec.replicas and (s.replicas or 0) == d.spec.replicas):
+                self.note("gateways rolled out")
+                return
+            time.sleep(2)
+        raise AssertionError(f"gateway rollout not finished within {timeout}s")
+
+    def wait_ready(self, selector: str, count: int, timeout: float = 300) -> None:
+        deadline = time.monotonic() + timeout
+        while len(self.ready_pods(selector)) < count:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"fewer than {count} ready pods for {selector} after {timeout}s")
+            time.sleep(2)
+
+    def secret_value(self, name: str, keys: tuple[str, ...]) -> str:
+        data = self.core.read_namespaced_secret(name, NAMESPACE).data or {}
+        for key in keys:
+            if key in data:
+                return base64.b64decode(data[key]).decode()
+        raise AssertionError(f"secret {name} has none of {keys}: {sorted(data)}")
+
+
+def _ready(pod: k8s.V1Pod) -> bool:
+    return any(c.type == "Ready" and c.status == "True" for c in (pod.status.conditions or []))
+
+
+@pytest.fixture(scope="session")
+def kube() -> Kube:
+    api = k8s_config.new_client_from_config(context=CONTEXT)
+    return Kube(k8s.CoreV1Api(api), k8s.AppsV1Api(api), k8s.BatchV1Api(api), k8s.CustomObjectsApi(api))
+
+
+@dataclass(frozen=True)
+class Release:
+    """What the deployed release is configured with, read from the cluster (not assumed)."""
+
+    stream: str
+    bootstrap_servers: str
+    topic: str
+    window_ms: int
+    delay_ms: int
+    gateway_image: str
+    gateway_replicas: int
+
+    @property
+    def ws_url(self) -> str:
+        return f"{HTTP.replace('http', 'ws', 1)}/ws?stream={self.stream}"
+
+
+@pytest.fixture(scope="session")
+def release(kube: Kube) -> Release:
+    app = kube.spark_application()
+    [driver] = [c for c in app["spec"]["driver"]["template"]["spec"]["containers"]
+                if c["name"] == "spark-kubernetes-driver"]
+    env = {e["name"]: e.get("value") for e in driver.get("env", [])}
+    gateway = kube.apps.read_namespaced_deployment(f"{FULLNAME}-gateway", NAMESPACE)
+    return Release(
+        stream=env["SPARKWIRE_STREAM"], bootstrap_servers=env["SPARKWIRE_BOOTSTRAP_SERVERS"],
+        topic=env["SPARKWIRE_TOPIC"], window_ms=int(env["SPARKWIRE_WINDOW_MS"]),
+        delay_ms=int(env["SPARKWIRE_WATERMARK_DELAY_MS"]),
+        gateway_image=gateway.spec.template.spec.containers[0].image, gateway_replicas=gateway.spec.replicas,
+    )
+
+
+# --- Redis through a port-forward ------------------------------------------------------------------------
+
+
+class PortForward:
+    """`kubectl port-forward` to one pod's port on a free local port; restartable (the pod may be replaced)."""
+
+    def __init__(self, target: str, remote_port: int) -> None:
+        self.target = target
+        self.remote_port = remote_port
+        self.local_port = 0
+        self._process: subprocess.Popen[str] | None = None
+
+    @property
+    def alive(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def start(self, timeout: float = 30) -> int:
+        self.stop()
+        command = ["kubectl", "--context", CONTEXT, "-n", NAMESPACE, "port-forward", "--address", "127.0.0.1",
+                   self.target, f":{self.remote_port}"]
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self._process = process
+        lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=lambda: [lines.put(line) for line in process.stdout or []], daemon=True).start()
+        deadline = time.monotonic() + timeout
+        seen = []
+        while time.monotonic() < deadline:
+            try:
+                line = lines.get(timeout=0.5)
+            except queue.Empty:
+                if process.poll() is not None:
+                    break
+                continue
+            seen.append(line.strip())
+            match = re.search(r"Forwarding from 127\.0\.0\.1:(\d+) ->", line)
+            if match:
+                self.local_port = int(match.group(1))
+                return self.local_port
+        self.stop()
+        raise AssertionError(f"port-forward to {self.target} did not start: {seen}")
+
+    def stop(self) -> None:
+        if self._process is not None and self._process.poll() is None:
+            self._process.terminate()
+            try:
+                self._process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+        self._process = None
+
+
+class RedisLink:
+    """The release's Redis, reached through a port-forward that is re-opened after the pod is replaced."""
+
+    def __init__(self, kube: Kube) -> None:
+        self.password = kube.secret_value(f"{FULLNAME}-redis", ("password", "redis-password"))
+        self.forward = PortForward(f"pod/{FULLNAME}-redis-0", 6379)
+
+    def call(self, action: Callable[[redis_lib.Redis], Any], timeout: float = 120) -> Any:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if not self.forward.alive:
+                    self.forward.start()
+                client = redis_lib.Redis(port=self.forward.local_port, password=self.password, socket_timeout=10)
+                try:
+                    return action(client)
+                finally:
+                    client.close()
+            except (redis_lib.ConnectionError, redis_lib.TimeoutError, AssertionError):
+                self.forward.stop()
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(2)
+
+    def log(self, stream: str) -> list[Entry]:
+        entries: list[Entry] = self.call(lambda r: list(ReplayLogReader(r, stream).iter_all()))
+        return entries
+
+    def close(self) -> None:
+        self.forward.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_link(kube: Kube) -> Iterator[RedisLink]:
+    link = RedisLink(kube)
+    try:
+        yield link
+    finally:
+        link.close()
+
+
+# --- the producer Job -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Production:
+    """Events produced by one Job: deterministic (seed, start, count), so the expected results are computed
+    here from the same generator, independently of Spark."""
+
+    name: str
+    seed: int
+    start_ms: int
+    count: int
+    rate: float = 200.0
+    metrics: int = 40
+    max_disorder_ms: int = 1000
+    duplicate_ratio: float = 0.02
+    malformed_ratio: float = 0.01
+
+    def config(self) -> GeneratorConfig:
+        return GeneratorConfig(seed=self.seed, metrics=self.metrics, rate=self.rate, start_ms=self.start_ms,
+                               max_disorder_ms=self.max_disorder_ms, duplicate_ratio=self.duplicate_ratio,
+                               malformed_ratio=self.malformed_ratio)
+
+    def expected(self, window_ms: int, delay_ms: int) -> dict[str, WindowResult]:
+        return expected_results((r.value for r in generate(self.config(), self.count)), window_ms, delay_ms)
+
+    def args(self, release: Release) -> list[str]:
+        return ["sparkwire", "produce", "--bootstrap-servers", release.bootstrap_servers, "--topic", release.topic,
+                "--count", str(self.count), "--rate", str(self.rate), "--metrics", str(self.metrics),
+                "--seed", str(self.seed), "--start-ms", str(self.start_ms),
+                "--max-disorder-ms", str(self.max_disorder_ms), "--duplicate-ratio", str(self.duplicate_ratio),
+                "--malformed-ratio", str(self.malformed_ratio), "--realtime", "--log-level", "WARNING"]
+
+
+def new_production(release: Release, seconds: float, log: list[Entry], rate: float = 200.0) -> Production:
+    """A run whose windows hold only its own events. Event times start after every earlier run's: an earlier
+    run's last event is at most ``delay + window`` after the last window end it got committed (its later
+    windows are still open), so this run starts three windows past that (and ahead of the wall clock). Its
+    windows are those from ``start_ms - window`` on (``max_disorder_ms`` < window moves events back a little);
+    the earlier runs' open windows, closed by this run's watermark, come before and are not compared."""
+    window = release.window_ms
+    last_end = max((json.loads(e.data).get("windowEnd", 0) for e in log), default=0)
+    earliest = max(int(time.time() * 1000) + window, last_end + release.delay_ms + 3 * window)
+    start_ms = (earliest // window + 1) * window
+    return Production(name=f"produce-{start_ms}", seed=random.randrange(1, 2**31), start_ms=start_ms,
+                      count=int(seconds * rate), rate=rate)
+
+
+def start_producer(kube: Kube, release: Release, production: Production) -> None:
+    restricted = {"runAsNonRoot": True, "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
+                  "seccompProfile": {"type": "RuntimeDefault"}}
+    job = {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": production.name, "labels": {"app.kubernetes.io/part-of": "sparkwire-e2e"}},
+        "spec": {
+            "backoffLimit": 0,  # a retried producer would send its events twice
+            "ttlSecondsAfterFinished": 600,
+            "template": {
+                "metadata": {"labels": {**KAFKA_CLIENT_LABEL, "app.kubernetes.io/part-of": "sparkwire-e2e"}},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "securityContext": {"runAsUser": 10001, "runAsGroup": 10001, **restricted},
+                    "containers": [{
+                        "name": "produce", "image": release.gateway_image, "imagePullPolicy": "IfNotPresent",
+                        "command": production.args(release), "securityContext": restricted,
+                        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
+                    }],
+                },
+            },
+        },
+    }
+    kube.batch.create_namespaced_job(NAMESPACE, job)
+    kube.note(f"producer {production.name}: {production.count} events from {production.start_ms}")
+
+
+def wait_producer(kube: Kube, production: Production, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status = kube.batch.read_namespaced_job_status(production.name, NAMESPACE).status
+        if status.succeeded:
+            return
+        if status.failed:
+            raise AssertionError(f"producer {production.name} failed; logs: {producer_logs(kube, production)}")
+        time.sleep(2)
+    raise AssertionError(f"producer {production.name} not done after {timeout}s")
+
+
+def producer_logs(kube: Kube, production: Production) -> str:
+    pods = kube.pods(f"job-name={production.name}")
+    return "\n".join(kube.core.read_namespaced_pod_log(p.metadata.name, NAMESPACE, tail_lines=30) for p in pods)
+
+
+# --- clients ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Tracked:
+    """A StreamClient and the seq of every snapshot it applied (a fresh client starts from one)."""
+
+    client: StreamClient
+    snapshots: list[int] = field(default_factory=list)
+
+
+def tracked_client(url: str) -> Tracked:
+    tracked = Tracked(StreamClient(url))
+    session = tracked.client.session
+    handle = session.handle
+
+    def recording(text: str | bytes) -> Any:
+        reaction = handle(text)
+        if isinstance(text, str) and '"snapshot"' in text[:64]:
+            frame = json.loads(text)
+            if frame.get("type") == "snapshot" and not frame.get("more"):
+                tracked.snapshots.append(int(frame["seq"]))
+        return reaction
+
+    session.handle = recording  # type: ignore[method-assign]
+    return tracked
+
+
+def _caught_up(tracked: Tracked, seq: int) -> bool:
+    applied = tracked.client.applied
+    last = applied[-1][0] if applied else (tracked.snapshots[-1] if tracked.snapshots else -1)
+    return last >= seq
+
+
+async def run_clients(count: int, url: str, during: Callable[[], None], head: Callable[[], int],
+                      catch_up_timeout: float = 120) -> list[Tracked]:
+    """``count`` clients connected first; then ``during()`` (blocking: traffic and faults) runs in a thread;
+    then wait until every client has applied up to ``head()`` (the log's last seq, read after)."""
+    clients = [tracked_client(url) for _ in range(count)]
+    tasks = [asyncio.create_task(c.client.run()) for c in clients]
+    try:
+        for tracked in clients:
+            await tracked.client.wait_until(lambda t=tracked: bool(t.snapshots), timeout=60)
+        await asyncio.to_thread(during)
+        last = await asyncio.to_thread(head)
+        deadline = time.monotonic() + catch_up_timeout
+        while time.monotonic() < deadline and not all(_caught_up(c, last) for c in clients):
+            await asyncio.sleep(0.5)
+        behind = [c for c in clients if not _caught_up(c, last)]
+        assert not behind, f"{len(behind)} clients behind seq {last}; e.g. {[c.client.stats() for c in behind[:3]]}"
+        await asyncio.sleep(1.5)  # one ack interval
+    finally:
+        for tracked in clients:
+            await tracked.client.stop()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    return clients
+
+
+# --- exactly once -----------------------------------------------------------------------------------------
+
+
+def assert_clients_exactly_once(clients: list[Tracked], log: list[Entry], events: list[str]) -> None:
+    """As tests/e2e/local asserts it, from where each client started: after its one snapshot, every entry of
+    the stream in order — no duplicate, no gap, no second snapshot (a resume that failed)."""
+    pairs = [(e.seq, e.processing_id) for e in log]
+    for index, tracked in enumerate(clients):
+        stats = tracked.client.stats()
+        assert len(tracked.snapshots) == 1 and stats.resets == {"no_position": 1}, (
+            f"client {index}: snapshots at {tracked.snapshots}, resets {stats.resets}; {events}")
+        start = tracked.snapshots[0]
+        expected = [p for p in pairs if p[0] > start]
+        assert expected, f"client {index}: no entry was committed after it connected (seq {start})"
+        assert tracked.client.applied == expected, (
+            f"client {index}: applied {len(tracked.client.applied)} of {len(expected)} after seq {start}; "
+            f"first difference at {_first_difference(tracked.client.applied, expected)}; {events}")
+        assert (stats.duplicates, stats.gaps) == (0, 0), f"client {index}: {stats}"
+
+
+def _first_difference(a: list[tuple[int, str]], b: list[tuple[int, str]]) -> object:
+    for i, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x != y:
+            return {"index": i, "applied": x, "log": y}
+    return {"index": min(len(a), len(b)), "applied_len": len(a), "log_len": len(b)}
+
+
+def assert_log_exactly_once(log: list[Entry], production: Production, release: Release) -> None:
+    """The replay log: seqs without a hole or repeat, no processingId twice, and this run's windows exactly
+    the results computed independently from the produced records."""
+    assert log, "the replay log is empty"
+    seq_problems = check_seqs([e.seq for e in log], first=log[0].seq)
+    assert not seq_problems, f"replay-log seqs: {seq_problems}"
+    repeated = [pid for pid, n in Counter(e.processing_id for e in log).items() if n > 1]
+    assert not repeated, f"processingIds committed twice: {repeated[:5]}"
+    expected = production.expected(release.window_ms, release.delay_ms)
+    mine = [e for e in log if json.loads(e.data).get("windowStart", 0) >= production.start_ms - release.window_ms]
+    report = compare(expected, mine, first_seq=mine[0].seq if mine else 1)
+    problems = {name: getattr(report, name) for name in ("missing", "unexpected", "duplicated", "value_mismatches")}
+    assert not any(problems.values()), f"{report.summary()}"
+
+
+def wait_for_results(redis_link: RedisLink, release: Release, production: Production, timeout: float) -> None:
+    """Until every expected result of ``production`` is in the log (the aggregator may be restarting)."""
+    wanted = set(production.expected(release.window_ms, release.delay_ms))
+    assert wanted, "the production closes no window: make it longer"
+    deadline = time.monotonic() + timeout
+    missing = wanted
+    while time.monotonic() < deadline:
+        present = {e.processing_id for e in redis_link.log(release.stream)}
+        missing = wanted - present
+        if not missing:
+            return
+        time.sleep(3)
+    raise AssertionError(f"{len(missing)} of {len(wanted)} expected results not committed after {timeout}s")
