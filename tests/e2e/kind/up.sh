@@ -13,7 +13,7 @@
 # project's sandbox, which is why the kind tests skip there; a developer machine or CI runner with Docker
 # has all of it.
 # SPARKWIRE_USE_SKAFFOLD=1 builds and deploys with `skaffold run -p kind,e2e` instead of docker + helm
-# (skaffold >= 2.17: skaffold.yaml is apiVersion skaffold/v4beta14).
+# (skaffold >= 2.19.0, the first release that reads apiVersion skaffold/v4beta14).
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -62,7 +62,7 @@ SPARKWIRE_NAMESPACE="$NAMESPACE" bash "$ROOT/spark-operator/install.sh"  # curre
 
 if [[ "${SPARKWIRE_USE_SKAFFOLD:-0}" == 1 ]]; then
   header "skaffold run -p kind,e2e"
-  need skaffold "https://skaffold.dev/docs/install/ (>= 2.17)"
+  need skaffold "https://skaffold.dev/docs/install/ (>= 2.19.0)"
   (cd "$ROOT" && skaffold run -p kind,e2e --kube-context "$CONTEXT")
 else
   # Tag = the image's own ID: a rebuild with changes gets a new tag (so helm rolls the pods), an unchanged
