@@ -206,6 +206,9 @@ def test_existing_secrets_and_claim() -> None:
         volumes = {v["name"]: v for v in app["spec"][role]["template"]["spec"]["volumes"]}
         assert volumes["checkpoint"]["persistentVolumeClaim"]["claimName"] == "sparkwire-checkpoint-rwx"
     assert "affinity" not in app["spec"]["executor"]["template"]["spec"], "ReadWriteMany: executors anywhere"
+    assert app["spec"]["imagePullSecrets"] == ["registry-credentials"]
+    for workload in (find(objects, "Deployment"), find(objects, "StatefulSet")):
+        assert workload["spec"]["template"]["spec"]["imagePullSecrets"] == [{"name": "registry-credentials"}]
 
 
 def test_aggregator_toggle() -> None:
