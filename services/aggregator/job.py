@@ -17,14 +17,7 @@ from typing import Any
 import redis
 
 from sparkwire import logs
-from sparkwire.aggregator import pipeline
 from sparkwire.aggregator.faults import FaultInjector
-from sparkwire.aggregator.progress import (
-    AGGREGATE_QUERY,
-    DEADLETTER_OBSERVATION,
-    DEADLETTER_QUERY,
-    ProgressReporter,
-)
 from sparkwire.aggregator.sink import ReplayLogSink
 from sparkwire.options import add_option, non_negative_int, positive_int
 from sparkwire.replaylog import ReplayLogWriter
@@ -99,7 +92,12 @@ def _spark_session(args: argparse.Namespace) -> Any:
 
 
 def start_queries(spark: Any, args: argparse.Namespace, sink: ReplayLogSink) -> list[Any]:
+    # pyspark is imported only here and in run(): `sparkwire gateway` and `produce` share this CLI and
+    # their image has no Spark.
     from pyspark.sql import functions as F
+
+    from sparkwire.aggregator import pipeline
+    from sparkwire.aggregator.progress import AGGREGATE_QUERY, DEADLETTER_OBSERVATION, DEADLETTER_QUERY
 
     reader = (
         spark.readStream.format("kafka")
@@ -148,6 +146,8 @@ def supervise(queries: list[Any], stop: threading.Event) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from sparkwire.aggregator.progress import ProgressReporter
+
     logs.configure(args.log_level)
     if args.metrics_port:
         from prometheus_client import start_http_server

@@ -1,14 +1,20 @@
 """The Python client of the gateway protocol (docs/protocol.md): one stream, applied exactly once.
 
 ``session`` holds the frame handling (pure, unit-tested with the gateway's encoders), ``reconnect`` the
-resume decisions and backoff, ``connection`` the asyncio loop around them (``StreamClient``).
+resume decisions and backoff, ``connection`` the asyncio loop around them (``StreamClient``),
+``background`` a thread for synchronous programs (``BackgroundClient``).
 """
 
 from __future__ import annotations
 
+from .background import BackgroundClient
 from .connection import ClientStats, StreamClient
 from .reconnect import ReconnectPolicy, TerminalClose
 from .server_frames import ReceivedEntry
 from .session import ClientSession
 
-__all__ = ["ClientSession", "ClientStats", "ReceivedEntry", "ReconnectPolicy", "StreamClient", "TerminalClose"]
+__all__ = [
+    "BackgroundClient",
+    "ClientSession", "ClientStats", "ReceivedEntry", "ReconnectPolicy", "StreamClient",
+    "TerminalClose",
+]

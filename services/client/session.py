@@ -107,6 +107,8 @@ class ClientSession:
         self._acked_seq: int | None = None
         self._unacked_entries = 0
         self._unacked_since: float | None = None
+        self._sent_cursor = False
+        self._start_at_first_entry = False
 
     def begin_connection(self) -> str:
         """Forget the previous connection's progress and return the hello to open the new one with."""
@@ -115,6 +117,7 @@ class ClientSession:
         hello: dict[str, object] = {"type": "hello", "v": PROTOCOL_VERSION, "session": self.session_id}
         if cursor is not None:
             hello["cursor"] = {"epoch": cursor.epoch, "seq": cursor.seq}
+            self._sent_cursor = True
         if self.token is not None:
             hello["token"] = self.token
         return _dumps(hello)
@@ -151,6 +154,9 @@ class ClientSession:
         if not welcome.recovered:
             self.resets[welcome.reset or "unspecified"] += 1
             self._snapshot_expected = True
+        elif not self._sent_cursor:
+            # Resumed from the session's last ack, a seq this client never learnt: the first entry sets it.
+            self._start_at_first_entry = True
         return Reaction()
 
     def _on_snapshot(self, part: SnapshotPart) -> Reaction:
@@ -174,6 +180,9 @@ class ClientSession:
         if self._snapshot_parts or self._snapshot_expected:
             return Reaction(protocol_error="entries before the snapshot was complete")
         moved = 0
+        if self._start_at_first_entry and frame.entries:
+            self._start_at_first_entry = False
+            self._detector.reset(frame.entries[0].seq - 1)
         for entry in frame.entries:
             verdict = self._detector.observe(entry.seq)
             if verdict == "gap":

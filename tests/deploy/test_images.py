@@ -210,8 +210,6 @@ def test_requirements_script_runs_standalone() -> None:
     assert (done.returncode, done.stdout.strip()) == (0, pyspark_pin())
 
 
-@pytest.mark.xfail(reason="sparkwire.cli imports every subcommand; services/aggregator/job.py imports pyspark at "
-                          "module level (lead: import pipeline/progress inside start_queries/run)", strict=False)
 def test_gateway_command_starts_without_pyspark() -> None:
     """The gateway image has no pyspark: `sparkwire gateway` must not import it."""
     blocker = (

@@ -17,12 +17,11 @@ from hypothesis import strategies as st
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
+from sparkwire.client import BackgroundClient
 from sparkwire.gateway.close_codes import CLOSE_SPECS, CloseCode
 from sparkwire.gateway.protocol import MAX_CLIENT_FRAME_BYTES
 from sparkwire.replaylog import ReplayLogReader
 from sparkwire.stack import Committer, GatewayProcess, RedisServer, http_status
-
-from .client_thread import ClientThread
 
 DOCUMENTED = {int(code) for code in CLOSE_SPECS}
 # How long an example listens after its last frame: long enough for the server's verdict on a bad frame.
@@ -117,10 +116,10 @@ def test_any_frames_get_a_documented_answer(live: LiveStack, conversation: list[
 
 
 @pytest.fixture(scope="module")
-def watched(live: LiveStack) -> Iterator[tuple[LiveStack, ClientThread, Committer]]:
+def watched(live: LiveStack) -> Iterator[tuple[LiveStack, BackgroundClient, Committer]]:
     """Entries committed all through the module, and a well-behaved client reading them meanwhile."""
     committer = Committer(live.redis, live.stream, per_batch=3, interval=0.05).start()
-    watcher = ClientThread(live.gateway.ws(live.stream)).start()
+    watcher = BackgroundClient(live.gateway.ws(live.stream)).start()
     try:
         yield live, watcher, committer
     finally:
@@ -132,7 +131,7 @@ def watched(live: LiveStack) -> Iterator[tuple[LiveStack, ClientThread, Committe
                                                                     HealthCheck.too_slow])
 @given(conversation=conversations)
 def test_abuse_does_not_reach_a_well_behaved_client(
-    watched: tuple[LiveStack, ClientThread, Committer], conversation: list[str | bytes]
+    watched: tuple[LiveStack, BackgroundClient, Committer], conversation: list[str | bytes]
 ) -> None:
     live, _, _ = watched
     code, _ = converse(live.gateway.ws(live.stream), conversation)
@@ -140,7 +139,7 @@ def test_abuse_does_not_reach_a_well_behaved_client(
 
 
 def test_after_the_abuse_the_pod_is_ready_and_the_watcher_has_every_entry_once(
-    watched: tuple[LiveStack, ClientThread, Committer],
+    watched: tuple[LiveStack, BackgroundClient, Committer],
 ) -> None:
     live, watcher, committer = watched
     committer.stop()
@@ -148,7 +147,6 @@ def test_after_the_abuse_the_pod_is_ready_and_the_watcher_has_every_entry_once(
     while time.monotonic() < deadline and watcher.last_seq < committer.committed:
         time.sleep(0.1)
     assert http_status(f"{live.gateway.http}/readyz") == 200
-    assert watcher.client is not None
     stats = watcher.client.stats()
     assert (stats.duplicates, stats.gaps, stats.reconnects) == (0, 0, 0), stats
     expected = [(e.seq, e.processing_id) for e in ReplayLogReader(live.redis, live.stream).iter_all()]

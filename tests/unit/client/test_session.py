@@ -225,3 +225,14 @@ def test_unknown_frame_types_are_ignored_and_counted() -> None:
     assert reaction.protocol_error is None and reaction.send == []
     assert session.unknown_frames == 1
     assert session.frames_received == 2
+
+
+def test_a_resume_from_the_sessions_ack_starts_at_the_first_entry_not_at_a_gap() -> None:
+    session = ClientSession(session_id="kept", clock=FakeClock())  # state kept elsewhere, no cursor
+    hello = json.loads(session.begin_connection())
+    assert hello["session"] == "kept" and "cursor" not in hello
+    session.handle(welcome(session="kept", recovered=True))
+    reaction = session.handle(entries(entry(41), entry(42)))
+    assert reaction.gap is None and session.gaps == 0
+    assert session.applied == [(41, "p41"), (42, "p42")]
+    assert session.handle(entries(entry(44))).gap == Gap(expected=43, got=44)  # later holes still count
