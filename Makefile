@@ -24,7 +24,7 @@ lint:
 	MYPYPATH=$(CACHE)/typecheck $(VENV)/mypy --config-file pyproject.toml -p sparkwire
 
 demo: setup
-	$(VENV)/python -m sparkwire.demo
+	$(VENV)/python -m sparkwire.demo $(ARGS)
 
 # Removes run state only; stops nothing and keeps the downloaded jars and the venv.
 clean:
