@@ -4,12 +4,15 @@ Chart.yaml carries the agreed metadata."""
 from __future__ import annotations
 
 import json
+import subprocess
+from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from jsonschema import Draft7Validator
 
-from .conftest import CHART, CI_VALUES
+from .conftest import CHART, CI_VALUES, NAMESPACE, RELEASE, tool
 from .values_doc import README, VALUES, documented, leaf_paths, readme_with_table
 
 SCHEMA = json.loads((CHART / "values.schema.json").read_text())
@@ -69,3 +72,24 @@ def test_chart_metadata() -> None:
     from sparkwire import __version__
 
     assert chart["appVersion"] == __version__, "appVersion is the default image tag: the package's version"
+
+
+def _notes(values: Path | None) -> str:
+    command = [str(tool("helm")), "install", RELEASE, str(CHART), "--namespace", NAMESPACE, "--dry-run=client"]
+    if values is not None:
+        command += ["--values", str(values)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.split("NOTES:", 1)[1]
+
+
+@pytest.mark.parametrize("values", [None, *CI_VALUES], ids=lambda p: p.stem if p else "defaults")
+def test_notes_render(values: Path | None) -> None:
+    notes = _notes(values)
+    assert "stream \"metrics\"" in notes
+    auth_on = values is not None and values.stem in ("auth-ingress-values", "existing-secrets-values")
+    assert ("authentication is OFF" in notes) != auth_on
+    if values is not None and values.stem == "auth-ingress-values":
+        assert "wss://ws.example.com/ws?stream=metrics" in notes
+    else:
+        assert f"port-forward svc/{RELEASE}-sparkwire-gateway 8080:80" in notes
