@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Offline Kubernetes tooling for chart/skaffold verification, from the Go module proxy only:
 #   helm (v4), kubectl-validate (native kinds offline, CRDs via --local-crds), kube-score (linting;
-#   kube-linter's module host golang.stackrox.io is not reachable from here), plus the CRDs and schemas
+#   kube-linter's module host golang.stackrox.io is not reachable from here), promtool (checks and unit-tests
+#   the chart's alert rules; Prometheus at the version prometheus-operator pins), plus the CRDs and schemas
 #   the rendered objects are checked against, taken from pinned Go modules:
 #   - SparkApplication CRD: github.com/kubeflow/spark-operator/v2 (charts/spark-operator-chart/crds/)
 #   - ServiceMonitor/PrometheusRule CRDs: github.com/prometheus-operator/prometheus-operator (example/prometheus-operator-crd/)
@@ -20,9 +21,10 @@ KUBE_SCORE_VERSION=v1.20.0
 SPARK_OPERATOR_VERSION=v2.5.0
 PROMETHEUS_OPERATOR_VERSION=v0.85.0
 SKAFFOLD_VERSION=v2.16.1
+PROMETHEUS_VERSION=v0.305.0  # Prometheus 3.5 LTS, the github.com/prometheus/prometheus prometheus-operator v0.85.0 requires
 
-PINS="$HELM_VERSION $KUBECTL_VALIDATE_VERSION $KUBE_SCORE_VERSION $SPARK_OPERATOR_VERSION $PROMETHEUS_OPERATOR_VERSION $SKAFFOLD_VERSION $(sha256sum "${BASH_SOURCE[0]}" | cut -c1-16)"
-if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$PINS" && -x "$OUT/bin/helm" ]]; then
+PINS="$HELM_VERSION $KUBECTL_VALIDATE_VERSION $KUBE_SCORE_VERSION $SPARK_OPERATOR_VERSION $PROMETHEUS_OPERATOR_VERSION $SKAFFOLD_VERSION $PROMETHEUS_VERSION $(sha256sum "${BASH_SOURCE[0]}" | cut -c1-16)"
+if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$PINS" && -x "$OUT/bin/helm" && -x "$OUT/bin/promtool" ]]; then
   echo "up to date"; exit 0
 fi
 
@@ -37,6 +39,21 @@ install() {
 install "helm.sh/helm/v4/cmd/helm@$HELM_VERSION"
 install "sigs.k8s.io/kubectl-validate@$KUBECTL_VALIDATE_VERSION"
 install "github.com/zegl/kube-score/cmd/kube-score@$KUBE_SCORE_VERSION"
+
+# promtool's module has a replace directive, which `go install pkg@version` refuses: build it inside a
+# throwaway module carrying the same replace (the only one in prometheus v0.305.0's go.mod).
+echo "--> go build promtool (github.com/prometheus/prometheus@$PROMETHEUS_VERSION; a few minutes the first time)"
+promtool_mod="$(mktemp -d)"
+trap 'rm -rf "$promtool_mod"' EXIT
+cat > "$promtool_mod/go.mod" <<'MOD'
+module sparkwire.local/promtool
+
+go 1.24
+
+replace github.com/fsnotify/fsnotify v1.8.0 => github.com/fsnotify/fsnotify v1.7.0
+MOD
+(cd "$promtool_mod" && go get "github.com/prometheus/prometheus/cmd/promtool@$PROMETHEUS_VERSION" 2>&1 | tail -n 3 \
+  && go build -o "$OUT/bin/promtool" github.com/prometheus/prometheus/cmd/promtool)
 
 # module_dir MODULE@VERSION : download a module (sources only) and print where it was unpacked.
 module_dir() { (cd "$OUT" && GOFLAGS=-mod=mod go mod download -json "$1" | sed -n 's/^\s*"Dir": "\(.*\)",$/\1/p'); }
@@ -63,5 +80,6 @@ ls "$OUT"/schemas/skaffold-*.json >/dev/null
 chmod u+w "$OUT"/schemas/*
 
 "$OUT/bin/helm" version --short
+"$OUT/bin/promtool" --version | head -n 1
 ls "$OUT/crds" "$OUT/schemas"
 echo "$PINS" > "$STAMP"
