@@ -111,3 +111,14 @@ def test_the_validation_is_strict_for_native_kinds_and_crds(
     node[bogus] = 1  # type: ignore[index]
     report = _kubectl_validate(objects, tmp_path, KUBE_VERSION)
     assert bogus in _failures(report), f"kubectl-validate accepted {kind} with {bogus}: {report}"
+
+
+def test_a_missing_tool_fails_with_the_setup_command(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from . import conftest
+
+    monkeypatch.setattr(conftest, "K8S", tmp_path)
+    monkeypatch.setattr(conftest, "CRDS", tmp_path / "crds")
+    with pytest.raises(pytest.fail.Exception, match=r"helm not found at .*: run `make setup`"):
+        conftest.tool("helm")
+    with pytest.raises(pytest.fail.Exception, match=r"no CRDs in .*: run `make setup`"):
+        conftest.crds_dir()
