@@ -14,6 +14,10 @@ DUPLICATE_EVENTS = Counter(
 LATE_EVENTS = Counter(
     "sparkwire_aggregator_late_rows_dropped", "Rows dropped by a stateful operator for being behind the watermark"
 )
+KAFKA_OFFSETS_BEHIND = Gauge(
+    "sparkwire_aggregator_kafka_offsets_behind",
+    "Kafka records not read yet, on the query's most lagging partition (Spark's maxOffsetsBehindLatest)", ["query"],
+)
 BATCHES = Counter("sparkwire_sink_batches", "Micro-batches handed to the sink", ["outcome"])
 RECORDS_COMMITTED = Counter("sparkwire_sink_records_committed", "Results appended to the replay log")
 DUPLICATES_SUPPRESSED = Counter(

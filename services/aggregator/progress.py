@@ -21,6 +21,14 @@ def _custom_metric(operator: Any, name: str) -> int:
     return int(values.get(name, 0) or 0)
 
 
+def offsets_behind(progress: Any) -> int | None:
+    """The largest ``maxOffsetsBehindLatest`` over the progress's Kafka sources; None when none reports it
+    (the Kafka source reports it once it has fetched the latest offsets)."""
+    values = [int(float(source.metrics["maxOffsetsBehindLatest"])) for source in progress.sources or ()
+              if (getattr(source, "metrics", None) or {}).get("maxOffsetsBehindLatest") not in (None, "")]
+    return max(values) if values else None
+
+
 class ProgressReporter(StreamingQueryListener):
     def onQueryStarted(self, event: Any) -> None:
         log.info("query started", extra={"fields": {"event": "query_started", "name": event.name,
@@ -33,6 +41,10 @@ class ProgressReporter(StreamingQueryListener):
             "rowsIn": progress.numInputRows, "durationMs": progress.batchDuration,
             "watermark": (progress.eventTime or {}).get("watermark"),
         }
+        behind = offsets_behind(progress)
+        if behind is not None:
+            metrics.KAFKA_OFFSETS_BEHIND.labels(query=progress.name or "").set(behind)
+            fields["kafkaOffsetsBehind"] = behind
         if progress.name == AGGREGATE_QUERY:
             metrics.INPUT_ROWS.inc(progress.numInputRows)
             dropped_late = sum(op.numRowsDroppedByWatermark for op in progress.stateOperators)

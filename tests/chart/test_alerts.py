@@ -68,6 +68,9 @@ def test_alerts_fire_on_what_they_are_about(tmp_path: Path) -> None:
         _series("sparkwire_sink_last_seq", AGG, "5000x30", pod="driver"),
         _series("sparkwire_gateway_head_seq", GW, "4995x30", stream="metrics", pod="gw-1"),
         _series("sparkwire_gateway_head_seq", GW, "1000x30", stream="metrics", pod="gw-2"),
+        # The aggregator falls 200k Kafka records behind from minute 2 on.
+        _series("sparkwire_aggregator_kafka_offsets_behind", AGG, "0 0 200000x28", query="sparkwire-aggregate",
+                pod="driver"),
         # Gateways are up throughout; the driver disappears after minute 5.
         _series("up", GW, "1x30", pod="gw-1"),
         _series("up", AGG, "1x5 0x25", pod="driver"),
@@ -94,6 +97,8 @@ def test_alerts_fire_on_what_they_are_about(tmp_path: Path) -> None:
                 _alert("4m", "SparkwireAggregatorDown"),
                 _alert("20m", "SparkwireAggregatorDown", {"severity": "critical"}),
                 _alert("20m", "SparkwireSinkSuppressedDuplicates"),
+                _alert("8m", "SparkwireKafkaConsumerLag"),  # pending: `for: 10m`
+                _alert("14m", "SparkwireKafkaConsumerLag", {"namespace": NAMESPACE, "severity": "warning"}),
             ],
         }],
     }
