@@ -1105,8 +1105,8 @@ def render(args: argparse.Namespace, command: str, info: dict[str, str], memorie
         "centrifugo) delivered about 500k messages/s to 1M connections from 20 server pods; issue 3 takes that",
         f"as about {CENTRIFUGO_PER_CPU:,} delivered messages/s per CPU. Each of its messages is a separate",
         "publication and frame (Protobuf protocol, a Go server); here an entry is one JSON object of a batched",
-        "`entries` frame, so only the one-entry-per-commit rows compare like with like; larger commits share",
-        "a frame's cost among their entries.",
+        "`entries` frame, so only runs with about one entry per frame compare like with like; larger commits",
+        "(and an overloaded hub reading several commits at once) share a frame's cost among their entries.",
         END_MARKER,
     ]
     return "\n".join(lines) + "\n"
