@@ -118,11 +118,12 @@ def create_app(gateway: Gateway) -> Starlette:
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         tasks = [asyncio.create_task(hub.run(), name=f"hub-{s}") for s, hub in gateway.hubs.items()]
+        sessions = asyncio.create_task(gateway.sessions.run(), name="session-flush")
         try:
             yield
         finally:
             gateway.draining.set()
-            for task in tasks:
+            for task in [*tasks, sessions]:
                 await stop_hub(task)
             await gateway.client.aclose()
 

@@ -15,7 +15,7 @@ import redis.asyncio as redis_async
 from redis.exceptions import RedisError
 
 from sparkwire.gateway import metrics
-from sparkwire.gateway.protocol import EncodedEntry, encode_entry
+from sparkwire.gateway.protocol import EncodedEntry, encode_entry, pack_entries
 from sparkwire.replaylog.keys import StreamKeys
 from sparkwire.replaylog.model import Entry, StreamMeta
 from sparkwire.replaylog.reader import entry_id, parse_entry, parse_meta
@@ -29,7 +29,21 @@ class LiveEntry:
     encoded: EncodedEntry
 
 
-Batch = Sequence[LiveEntry]
+class LiveBatch(list[LiveEntry]):
+    """One XREAD's entries as the hub fans them out. Connections that take the whole batch (the usual case
+    once caught up) share its packed frames: built once per pod and epoch, not once per client."""
+
+    def __init__(self, entries: Sequence[LiveEntry] = ()) -> None:
+        super().__init__(entries)
+        self._frames: dict[tuple[str, int], list[str]] = {}
+
+    def frames(self, epoch: str, max_frame_bytes: int) -> list[str]:
+        packed = self._frames.get((epoch, max_frame_bytes))
+        if packed is None:
+            packed = self._frames[(epoch, max_frame_bytes)] = pack_entries(
+                epoch, [live.encoded for live in self], max_frame_bytes)
+        return packed
+
 
 
 @dataclass(eq=False)
@@ -37,11 +51,11 @@ class Subscription:
     """A connection's bounded queue of live batches. Overflow marks it; the connection then closes
     with the resumable slow-consumer code instead of slowing the hub or the other connections."""
 
-    queue: asyncio.Queue[Batch]
+    queue: asyncio.Queue[LiveBatch]
     overflowed: asyncio.Event = field(default_factory=asyncio.Event)
     reset: asyncio.Event = field(default_factory=asyncio.Event)
 
-    def offer(self, batch: Batch) -> None:
+    def offer(self, batch: LiveBatch) -> None:
         try:
             self.queue.put_nowait(batch)
         except asyncio.QueueFull:
@@ -122,7 +136,7 @@ class StreamHub:
             self._publish([parse_entry(entry_id_raw, fields) for entry_id_raw, fields in _xread_entries(response)])
 
     def _publish(self, entries: list[Entry]) -> None:
-        batch: list[LiveEntry] = []
+        batch = LiveBatch()
         for entry in entries:
             if entry.seq != self.head_seq + 1:
                 metrics.GAPS_DETECTED.labels(stream=self.stream).inc()

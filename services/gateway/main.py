@@ -55,7 +55,11 @@ def run(args: argparse.Namespace) -> int:
     streams = split_list(args.streams)
     for stream in streams:
         StreamKeys(stream)  # fail at start on a bad name, not on the first client
-    client = redis_async.Redis.from_url(args.redis_url, health_check_interval=10)
+    # Blocking pool: when every connection is busy (acks and hellos arriving together), wait for one
+    # instead of failing the call, which would close clients with 4503.
+    pool = redis_async.BlockingConnectionPool.from_url(args.redis_url, max_connections=args.redis_pool_size,
+                                                       timeout=5, health_check_interval=10)
+    client = redis_async.Redis(connection_pool=pool)
     gateway = Gateway(
         client=client, streams=streams, connection=connection_settings(args),
         sessions=SessionStore(client, ttl_seconds=args.session_ttl_seconds, pod=args.pod_name),
@@ -65,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
     config = uvicorn.Config(
         create_app(gateway), host=args.host, port=args.port, log_level=args.log_level.lower(),
         ws_max_size=args.max_frame_bytes, ws_per_message_deflate=args.per_message_deflate,
-        ws_ping_interval=20.0, ws_ping_timeout=20.0, access_log=False,
+        # No WebSocket-level pings: the gateway's own pings (which browsers can answer) detect dead clients.
+        ws_ping_interval=None, ws_ping_timeout=None, access_log=False,
         timeout_graceful_shutdown=max(args.drain_seconds, 1), lifespan="on",
     )
     DrainingServer(config, gateway, args.drain_seconds).run()

@@ -2,16 +2,28 @@
 
 Key ``sparkwire:session:{<id>}:<stream>``: the hash tag is the session id, so sessions spread over a
 Redis Cluster instead of piling onto the stream's slot.
+
+Acks are not written one by one: every client acks about once a second, and one Redis call per ack per
+client costs more CPU than delivering the entries (and exhausts connection pools when acks arrive
+together). The latest ack per session is kept in memory and ``run()`` writes the changed ones in one
+pipeline every ``flush_interval_s``; a connection's last ack and a draining pod's are flushed at once.
+A SIGKILLed pod loses at most one interval of acks — positions clients hold in their cursors anyway.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 from dataclasses import dataclass
 
 import redis.asyncio as redis_async
+from redis.exceptions import RedisError
 
+from sparkwire.gateway import metrics
 from sparkwire.replaylog.keys import DEFAULT_PREFIX
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -33,12 +45,18 @@ def _now_ms() -> int:
 
 
 class SessionStore:
-    def __init__(self, client: redis_async.Redis, *, ttl_seconds: int, pod: str) -> None:
+    def __init__(self, client: redis_async.Redis, *, ttl_seconds: int, pod: str,
+                 flush_interval_s: float = 0.25) -> None:
         self.client = client
         self.ttl_seconds = ttl_seconds
         self.pod = pod
+        self.flush_interval_s = flush_interval_s
+        self._pending: dict[tuple[str, str], tuple[SessionPosition, int]] = {}
 
     async def load(self, session_id: str, stream: str) -> SessionPosition | None:
+        pending = self._pending.get((session_id, stream))
+        if pending is not None:  # acked on this pod a moment ago, not written yet
+            return pending[0]
         fields = ["epoch", "seq", "duplicates", "gaps"]
         epoch, seq, duplicates, gaps = await self.client.hmget(session_key(session_id, stream), fields)
         if epoch is None or seq is None:
@@ -53,13 +71,46 @@ class SessionStore:
             pipe.expire(key, self.ttl_seconds)
             await pipe.execute()
 
-    async def acked(self, session_id: str, stream: str, position: SessionPosition) -> None:
-        key = session_key(session_id, stream)
-        async with self.client.pipeline(transaction=True) as pipe:
-            pipe.hset(key, mapping={
-                "epoch": position.epoch, "seq": position.seq, "duplicates": position.duplicates,
-                "gaps": position.gaps,
-                "pod": self.pod, "updated_ms": _now_ms(),
-            })
-            pipe.expire(key, self.ttl_seconds)
-            await pipe.execute()
+    def acked(self, session_id: str, stream: str, position: SessionPosition) -> None:
+        """Record an ack; it reaches Redis with the next flush."""
+        self._pending[(session_id, stream)] = (position, _now_ms())
+
+    async def flush(self, only: tuple[str, str] | None = None) -> None:
+        """Write pending acks (all, or one session's) in one round trip; kept for the next try on error."""
+        if only is not None:
+            batch = {only: self._pending.pop(only)} if only in self._pending else {}
+        else:
+            batch, self._pending = self._pending, {}
+        if not batch:
+            return
+        try:
+            async with self.client.pipeline(transaction=False) as pipe:
+                for (session_id, stream), (position, updated_ms) in batch.items():
+                    key = session_key(session_id, stream)
+                    pipe.hset(key, mapping={
+                        "epoch": position.epoch, "seq": position.seq, "duplicates": position.duplicates,
+                        "gaps": position.gaps, "pod": self.pod, "updated_ms": updated_ms,
+                    })
+                    pipe.expire(key, self.ttl_seconds)
+                await pipe.execute()
+        except (RedisError, OSError):
+            metrics.REDIS_ERRORS.labels(operation="session_flush").inc()
+            for item, value in batch.items():  # newer acks that arrived meanwhile win
+                self._pending.setdefault(item, value)
+            raise
+
+    async def run(self) -> None:
+        """Flush pending acks every ``flush_interval_s`` until cancelled (then once more)."""
+        try:
+            while True:
+                await asyncio.sleep(self.flush_interval_s)
+                try:
+                    await self.flush()
+                except (RedisError, OSError) as error:
+                    log.warning("session flush failed", extra={"fields": {"error": str(error)}})
+        finally:
+            if self._pending:
+                try:
+                    await asyncio.shield(self.flush())
+                except (RedisError, OSError) as error:
+                    log.warning("last session flush failed", extra={"fields": {"error": str(error)}})

@@ -1,0 +1,23 @@
+from __future__ import annotations
+
+import json
+
+from sparkwire.gateway.hub import LiveBatch, LiveEntry
+from sparkwire.gateway.protocol import encode_entry, pack_entries
+from sparkwire.replaylog.model import Entry
+
+
+def live(seq: int) -> LiveEntry:
+    entry = Entry(seq=seq, processing_id=f"p{seq}", key="k", data=json.dumps({"n": seq}), commit_ms=seq, batch_id=0)
+    return LiveEntry(entry, encode_entry(entry))
+
+
+def test_a_batch_packs_its_frames_once_per_epoch_and_size_and_like_pack_entries() -> None:
+    batch = LiveBatch([live(seq) for seq in range(1, 40)])
+    frames = batch.frames("e1", 512)
+    assert frames == pack_entries("e1", [item.encoded for item in batch], 512)
+    assert len(frames) > 1
+    assert batch.frames("e1", 512) is frames  # shared by every connection, not rebuilt
+    assert batch.frames("e2", 512) is not frames and json.loads(batch.frames("e2", 512)[0])["epoch"] == "e2"
+    seqs = [e["seq"] for frame in frames for e in json.loads(frame)["entries"]]
+    assert seqs == list(range(1, 40))
