@@ -23,7 +23,7 @@ from sparkwire.gateway import metrics
 from sparkwire.gateway.close_codes import CloseCode, close_reason
 from sparkwire.gateway.connection import Close, Connection, ConnectionSettings
 from sparkwire.gateway.history import read_snapshot
-from sparkwire.gateway.hub import StreamHub, stop_hub
+from sparkwire.gateway.hub import StreamHub, cancel_and_wait
 from sparkwire.gateway.protocol import encode_error
 from sparkwire.gateway.sessions import SessionStore
 from sparkwire.replaylog.keys import StreamKeys
@@ -124,7 +124,7 @@ def create_app(gateway: Gateway) -> Starlette:
         finally:
             gateway.draining.set()
             for task in [*tasks, sessions]:
-                await stop_hub(task)
+                await cancel_and_wait(task)
             await gateway.client.aclose()
 
     return Starlette(

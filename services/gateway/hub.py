@@ -171,7 +171,7 @@ def _xread_entries(response: Any) -> list[tuple[bytes, dict[bytes, bytes]]]:
     return [entry for entries in per_stream for entry in cast("list[tuple[bytes, dict[bytes, bytes]]]", entries)]
 
 
-async def stop_hub(task: asyncio.Task[None]) -> None:
+async def cancel_and_wait(task: asyncio.Task[None]) -> None:
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
