@@ -6,7 +6,7 @@ CACHE := .cache
 # bench/ may be empty (git keeps no empty folders); ruff fails on a missing path.
 LINT_DIRS := $(wildcard services tests bench)
 
-.PHONY: setup test lint demo clean
+.PHONY: setup test lint demo clean kind-up kind-down e2e-kind
 
 setup:
 	bash infra/setup.sh
@@ -25,6 +25,18 @@ lint:
 
 demo: setup
 	$(VENV)/python -m sparkwire.demo $(ARGS)
+
+# A kind cluster running sparkwire (infra/kind/README.md): on a machine with no image registry everything is
+# built here from package registries (~40 min cold, seconds warm). e2e-kind then runs the kind chaos,
+# helm install and skaffold tests against it; a missing cluster fails them instead of skipping.
+kind-up: setup
+	bash infra/kind/kind-up.sh
+
+kind-down:
+	bash infra/kind/kind-down.sh
+
+e2e-kind: kind-up
+	SPARKWIRE_KIND_REQUIRED=1 $(VENV)/pytest tests/e2e/kind -v -rs $(ARGS)
 
 # Removes run state only; stops nothing and keeps the downloaded jars and the venv.
 clean:

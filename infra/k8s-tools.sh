@@ -20,7 +20,7 @@ KUBECTL_VALIDATE_VERSION=v0.0.5-0.20260105161640-a97ccfaca20b
 KUBE_SCORE_VERSION=v1.20.0
 SPARK_OPERATOR_VERSION=v2.5.0
 PROMETHEUS_OPERATOR_VERSION=v0.85.0
-SKAFFOLD_VERSION=v2.16.1
+SKAFFOLD_VERSION=v2.24.0  # the newest the module proxy serves here; = infra/kind/go/skaffold
 PROMETHEUS_VERSION=v0.305.0  # Prometheus 3.5 LTS, the github.com/prometheus/prometheus prometheus-operator v0.85.0 requires
 
 PINS="$HELM_VERSION $KUBECTL_VALIDATE_VERSION $KUBE_SCORE_VERSION $SPARK_OPERATOR_VERSION $PROMETHEUS_OPERATOR_VERSION $SKAFFOLD_VERSION $PROMETHEUS_VERSION $(sha256sum "${BASH_SOURCE[0]}" | cut -c1-16)"
@@ -66,17 +66,10 @@ dir="$(module_dir "github.com/prometheus-operator/prometheus-operator@$PROMETHEU
 cp "$dir"/example/prometheus-operator-crd/monitoring.coreos.com_{servicemonitors,prometheusrules}.yaml "$OUT/crds/"
 chmod u+w "$OUT"/crds/*
 
-# skaffold v2.16.1 ships schemas up to v4beta13 (v4beta14 is newer than the module); tests/deploy falls
-# back to v4beta13's schema, which v4beta14 files are checked against (its upgrade converts nothing).
-echo "--> skaffold $SKAFFOLD_VERSION schema v4beta14 (else v4beta13)"
+echo "--> skaffold $SKAFFOLD_VERSION schema v4beta14"
 dir="$(module_dir "github.com/GoogleContainerTools/skaffold/v2@$SKAFFOLD_VERSION")"
 rm -rf "$OUT/schemas" && mkdir -p "$OUT/schemas"
-for schema in v4beta14 v4beta13; do
-  if [[ -f "$dir/docs-v2/content/en/schemas/$schema.json" ]]; then
-    cp "$dir/docs-v2/content/en/schemas/$schema.json" "$OUT/schemas/skaffold-$schema.json"; break
-  fi
-done
-ls "$OUT"/schemas/skaffold-*.json >/dev/null
+cp "$dir/docs-v2/content/en/schemas/v4beta14.json" "$OUT/schemas/skaffold-v4beta14.json"
 chmod u+w "$OUT"/schemas/*
 
 "$OUT/bin/helm" version --short

@@ -9,18 +9,11 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 CACHE="${SPARKWIRE_CACHE:-$ROOT/.cache}"
-STAMPS="$CACHE/stamps"
 PYTHON="${PYTHON:-python3}"
-mkdir -p "$STAMPS"
+mkdir -p "$CACHE/stamps"
 
-header() { printf '\n==> %s\n' "$*"; }
-
-# fingerprint FILE... : one hash over the given inputs' contents.
-fingerprint() { cat "$@" | sha256sum | cut -d' ' -f1; }
-
-# fresh NAME FINGERPRINT : is the stamp NAME recorded for exactly these inputs?
-fresh() { [[ -f "$STAMPS/$1" && "$(cat "$STAMPS/$1")" == "$2" ]]; }
-stamp() { echo "$2" > "$STAMPS/$1"; }
+# shellcheck source=infra/lib.sh
+source "$ROOT/infra/lib.sh"
 
 # mvn_copy POM_DIR OUT_DIR : copy a dependency-list pom's runtime jars into OUT_DIR.
 # -B keeps the log plain; Maven still prints one line per artifact it downloads.

@@ -5,6 +5,8 @@
 #
 #   bash spark-operator/install.sh              # kubectl context = the target cluster
 #   bash spark-operator/install.sh --template   # print the rendered manifests instead (no cluster needed)
+#   bash spark-operator/install.sh -- ARGS...   # extra helm arguments, e.g. --set image.registry=... or
+#                                               # --kube-context (make kind-up passes the images it built)
 #
 # Environment:
 #   SPARKWIRE_NAMESPACE       namespace of the sparkwire release (default sparkwire)
@@ -30,11 +32,14 @@ HELM="${HELM:-helm}"
 KUBECTL="${KUBECTL:-kubectl}"
 
 mode=install
-case "${1:-}" in
-  "") ;;
-  --template) mode=template ;;
-  *) echo "usage: $0 [--template]" >&2; exit 2 ;;
-esac
+extra=()
+while (($#)); do
+  case "$1" in
+    --template) mode=template; shift ;;
+    --) shift; extra=("$@"); break ;;
+    *) echo "usage: $0 [--template] [-- HELM_ARGS...]" >&2; exit 2 ;;
+  esac
+done
 
 if [[ -n "$LOCAL_CHART" ]]; then
   found="$(sed -n 's/^version: *//p' "$LOCAL_CHART/Chart.yaml")"
@@ -55,7 +60,7 @@ values=(
 )
 
 if [[ "$mode" == template ]]; then
-  exec "$HELM" template "$RELEASE" "${chart[@]}" "${values[@]}"
+  exec "$HELM" template "$RELEASE" "${chart[@]}" "${values[@]}" "${extra[@]}"
 fi
 
 command -v "$KUBECTL" >/dev/null || { echo "ERROR: kubectl is required (KUBECTL=$KUBECTL)" >&2; exit 1; }
@@ -65,7 +70,7 @@ sed "s/^  name: sparkwire$/  name: $JOB_NAMESPACE/" "$HERE/namespace.yaml" | "$K
 echo "--> $CHART_NAME $CHART_VERSION as release $RELEASE in $OPERATOR_NAMESPACE, watching $JOB_NAMESPACE"
 # helm installs the chart's CRDs on first install only; an upgrade to another chart version must apply the
 # new CRDs first (see README.md).
-"$HELM" upgrade --install "$RELEASE" "${chart[@]}" "${values[@]}" \
+"$HELM" upgrade --install "$RELEASE" "${chart[@]}" "${values[@]}" "${extra[@]}" \
   --create-namespace --wait --timeout 5m
 
 "$KUBECTL" -n "$OPERATOR_NAMESPACE" rollout status deployment --selector "app.kubernetes.io/instance=$RELEASE" \

@@ -1,6 +1,6 @@
-"""The kind e2e setup, checked without Docker: kind-config.yaml against kind v0.30.0's own config types
-(from its Go module, when present in the module cache), the node image kind v0.30.0 was released with,
-and the shell scripts' syntax."""
+"""The kind setup (infra/kind), checked without Docker: both cluster configs against kind's own config types
+(from its Go module, when present in the module cache), the published node image = the one kind was
+released with, the versions the scripts share agree with the Go module pins, and the shell scripts' syntax."""
 
 from __future__ import annotations
 
@@ -16,14 +16,22 @@ import pytest
 from .conftest import REPO, load_yaml
 
 KIND_DIR = REPO / "tests" / "e2e" / "kind"
-KIND_CONFIG = KIND_DIR / "kind-config.yaml"
-SCRIPTS = [REPO / "spark-operator" / "install.sh", KIND_DIR / "up.sh", KIND_DIR / "down.sh"]
+INFRA = REPO / "infra" / "kind"
+OFFLINE_CONFIG = INFRA / "cluster" / "kind-offline.yaml"
+PUBLISHED_CONFIG = INFRA / "cluster" / "kind-published.yaml"
+SOURCED = {"versions.sh"}  # assignments sourced by the scripts, not run
+SCRIPTS = [REPO / "spark-operator" / "install.sh", REPO / "infra" / "setup.sh",
+           *(p for p in sorted(INFRA.glob("*.sh")) if p.name not in SOURCED)]
+
+
+def versions() -> dict[str, str]:
+    """The shell assignments of infra/kind/versions.sh."""
+    text = (INFRA / "versions.sh").read_text()
+    return dict(re.findall(r"^([A-Z_]+)=([^\s\"$]+)", text, re.MULTILINE))
 
 
 def kind_version() -> str:
-    match = re.search(r"^KIND_VERSION=(v[\d.]+)$", (KIND_DIR / "up.sh").read_text(), re.MULTILINE)
-    assert match, "KIND_VERSION missing from up.sh"
-    return match.group(1)
+    return versions()["KIND_VERSION"]
 
 
 def kind_module() -> Path:
@@ -44,9 +52,10 @@ def yaml_fields(types_go: str, struct: str) -> set[str]:
     return {name for name in re.findall(r'yaml:"([^",]*)', body.group(1)) if name}
 
 
-def test_kind_config_uses_only_fields_kind_knows() -> None:
+@pytest.mark.parametrize("path", [OFFLINE_CONFIG, PUBLISHED_CONFIG], ids=lambda p: p.name)
+def test_kind_config_uses_only_fields_kind_knows(path: Path) -> None:
     types_go = (kind_module() / "pkg" / "apis" / "config" / "v1alpha4" / "types.go").read_text()
-    config: dict[str, Any] = load_yaml(KIND_CONFIG)
+    config: dict[str, Any] = load_yaml(path)
     assert (config["kind"], config["apiVersion"]) == ("Cluster", "kind.x-k8s.io/v1alpha4")
     cluster_fields = yaml_fields(types_go, "Cluster") | {"kind", "apiVersion"}
     assert set(config) <= cluster_fields, set(config) - cluster_fields
@@ -61,16 +70,19 @@ def test_node_image_is_the_one_kind_was_released_with() -> None:
     defaults = (kind_module() / "pkg" / "apis" / "config" / "defaults" / "image.go").read_text()
     match = re.search(r'const Image = "([^"]+)"', defaults)
     assert match
-    images = {node["image"] for node in load_yaml(KIND_CONFIG)["nodes"]}
+    images = {node["image"] for node in load_yaml(PUBLISHED_CONFIG)["nodes"]}
     assert images == {match.group(1)}
+    assert all("image" not in node for node in load_yaml(OFFLINE_CONFIG)["nodes"]), "kind-up passes --image"
 
 
-def test_cluster_shape_for_the_tests() -> None:
-    config = load_yaml(KIND_CONFIG)
-    roles = [node["role"] for node in config["nodes"]]
-    assert roles == ["control-plane", "worker", "worker"]
+@pytest.mark.parametrize(("path", "roles"), [(OFFLINE_CONFIG, ["control-plane"]),
+                                             (PUBLISHED_CONFIG, ["control-plane", "worker", "worker"])],
+                         ids=["offline", "published"])
+def test_cluster_shape_for_the_tests(path: Path, roles: list[str]) -> None:
+    config = load_yaml(path)
+    assert [node["role"] for node in config["nodes"]] == roles
     [control] = [n for n in config["nodes"] if n["role"] == "control-plane"]
-    assert control["labels"] == {"ingress-ready": "true"}, "ingress-nginx's kind manifest selects this label"
+    assert control["labels"] == {"ingress-ready": "true"}, "cluster/traefik.yaml selects this label"
     ports = {m["containerPort"]: (m["listenAddress"], m["hostPort"]) for m in control["extraPortMappings"]}
     assert ports[80] == ("127.0.0.1", 18080)
     conftest = (KIND_DIR / "conftest.py").read_text()
@@ -90,3 +102,26 @@ def test_shell_scripts_parse_and_are_strict(script: Path) -> None:
     if shutil.which("shellcheck"):
         checked = subprocess.run(["shellcheck", str(script)], capture_output=True, text=True, timeout=60)
         assert checked.returncode == 0, checked.stdout
+
+
+def go_mod_require(module_dir: str, module: str) -> str:
+    text = (INFRA / "go" / module_dir / "go.mod").read_text()
+    match = re.search(rf"^\s*(?:require\s+)?{re.escape(module)} (v\S+)", text, re.MULTILINE)
+    assert match, f"{module} not required in go/{module_dir}/go.mod"
+    return match.group(1)
+
+
+def test_versions_agree_with_the_go_module_pins() -> None:
+    pins = versions()
+    assert go_mod_require("kubernetes", "k8s.io/kubernetes") == pins["KUBERNETES_VERSION"]
+    assert go_mod_require("spark-operator", "github.com/kubeflow/spark-operator/v2") == pins["SPARK_OPERATOR_VERSION"]
+    assert go_mod_require("traefik", "github.com/traefik/traefik/v3") == pins["TRAEFIK_VERSION"]
+    assert go_mod_require("etcd", "go.etcd.io/etcd/server/v3") == "v" + pins["ETCD_IMAGE_TAG"].removesuffix("-0")
+    # The operator chart install.sh pins is the operator built here.
+    install = (REPO / "spark-operator" / "install.sh").read_text()
+    assert f"CHART_VERSION={pins['SPARK_OPERATOR_VERSION'].removeprefix('v')}" in install
+    # Every staging module is replaced by the release of the same minor version as k8s.io/kubernetes.
+    staging = re.findall(r"^\s*(k8s\.io/\S+) => k8s\.io/\S+ (v\S+)$",
+                         (INFRA / "go" / "kubernetes" / "go.mod").read_text(), re.MULTILINE)
+    assert len(staging) > 25
+    assert {version for _, version in staging} == {"v0." + pins["KUBERNETES_VERSION"].removeprefix("v1.")}

@@ -29,14 +29,12 @@ def config() -> dict[str, Any]:
 
 
 def skaffold_schema() -> tuple[dict[str, Any], str]:
-    """The schema of our apiVersion from infra/k8s-tools.sh; else v4beta13's: skaffold's own upgrade from
-    v4beta13 to v4beta14 converts nothing (v4beta13/upgrade.go), so a v4beta14 file that v4beta13's schema
-    accepts uses no field v4beta14 dropped."""
-    for name in ("skaffold-v4beta14.json", "skaffold-v4beta13.json"):
-        path = SCHEMAS / name
-        if path.is_file():
-            return json.loads(path.read_text()), name
-    pytest.skip(f"no skaffold JSON schema in {SCHEMAS}: run `bash infra/k8s-tools.sh`")
+    """The schema of our apiVersion, from the skaffold module infra/k8s-tools.sh pins."""
+    name = "skaffold-v4beta14.json"
+    path = SCHEMAS / name
+    if not path.is_file():
+        pytest.skip(f"no skaffold JSON schema in {SCHEMAS}: run `bash infra/k8s-tools.sh`")
+    return json.loads(path.read_text()), name
 
 
 def sanitized(image: str) -> str:
@@ -99,7 +97,7 @@ def test_kind_profile_loads_images_instead_of_pushing_and_uses_the_kind_values(c
     assert {"kubeContext": "kind-sparkwire"} in kind["activation"]
     patched = apply_patches(release(config), kind["patches"], prefix="/deploy/helm/releases/0")
     assert patched["valuesFiles"] == ["charts/sparkwire/ci/kind-values.yaml"]
-    # `-p kind,e2e` (tests/e2e/kind/up.sh): the e2e values go on top of the kind values.
+    # `-p kind,e2e` (tests/e2e/kind/test_skaffold.py): the e2e values go on top of the kind values.
     patched = apply_patches(patched, profiles["e2e"]["patches"], prefix="/deploy/helm/releases/0")
     assert patched["valuesFiles"] == ["charts/sparkwire/ci/kind-values.yaml", "tests/e2e/kind/e2e-values.yaml"]
     assert (REPO / "tests/e2e/kind/e2e-values.yaml").is_file()
@@ -189,3 +187,17 @@ def _images(obj: dict[str, Any]) -> list[str]:
     pod = spec.get("template", {}).get("spec", {})
     return [c["image"] for c in pod.get("containers", []) + pod.get("initContainers", [])]
 
+
+
+def test_build_args_default_to_the_dockerfiles_own_bases(config: dict[str, Any]) -> None:
+    """skaffold passes every base as a build argument (so `make kind-up`'s offline stand-ins can replace
+    them); unset, each must fall back to exactly the official image the Dockerfile itself defaults to."""
+    for artifact in config["build"]["artifacts"]:
+        dockerfile = (REPO / ARTIFACTS[artifact["image"]]).read_text()
+        declared = dict(re.findall(r"^ARG (\w+_IMAGE)=(\S+)$", dockerfile, re.MULTILINE))
+        args = artifact["docker"]["buildArgs"]
+        assert set(args) == set(declared), artifact["image"]
+        for name, template in args.items():
+            match = re.fullmatch(r'\{\{default "([^"]+)" \.SPARKWIRE_(\w+)\}\}', template)
+            assert match, template
+            assert match.group(1) == declared[name] and match.group(2) == name, (name, template)

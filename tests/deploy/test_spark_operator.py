@@ -122,9 +122,8 @@ def test_job_namespace_is_the_one_the_sparkwire_release_uses() -> None:
     assert load_yaml(HERE / "namespace.yaml")["metadata"]["name"] == namespace
     [release] = load_yaml(SKAFFOLD)["deploy"]["helm"]["releases"]
     assert release["namespace"] == namespace
-    kind_up = REPO / "tests" / "e2e" / "kind" / "up.sh"
-    if kind_up.is_file():
-        assert f"NAMESPACE=${{SPARKWIRE_NAMESPACE:-{namespace}}}" in kind_up.read_text()
+    kind_up = REPO / "infra" / "kind" / "kind-up.sh"
+    assert f'NAMESPACE="${{SPARKWIRE_NAMESPACE:-{namespace}}}"' in kind_up.read_text()
 
 
 def test_webhook_is_enabled_and_scoped_to_the_job_namespace(objects: list[dict[str, Any]]) -> None:

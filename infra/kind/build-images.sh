@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Every image the offline kind cluster runs, built here from the binaries of build-binaries.sh and Debian's
+# packages (no image registry): usage build-images.sh (after debian-base.sh and build-binaries.sh).
+#   1. stand-ins for the official bases the project's Dockerfiles default to (python, spark, maven), the
+#      Spark operator and its kubectl hook image (infra/kind/images/*.Dockerfile);
+#   2. kind's base image and every image kubeadm/kind start, under their upstream names;
+#   3. the kind node image with those preloaded into its containerd (what `kind build node-image` does, but
+#      it would try to pull what it is not given).
+# Each image is rebuilt only when its inputs changed (Docker's layer cache; the node image by a stamp).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+CACHE="${SPARKWIRE_CACHE:-$ROOT/.cache}"
+# shellcheck source=infra/lib.sh
+source "$ROOT/infra/lib.sh"
+HERE="$ROOT/infra/kind"
+BIN="$CACHE/kind/bin"
+CTX="$CACHE/kind/ctx"
+# shellcheck source=infra/kind/versions.sh
+source "$HERE/versions.sh"
+
+# image TAG DOCKERFILE CONTEXT [docker build args...]
+image() {
+  local tag="$1" dockerfile="$2" context="$3"; shift 3
+  local start; start="$(uptime_s)"
+  docker build -q -f "$dockerfile" -t "$tag" "$@" "$context" >/dev/null
+  echo "  $tag ($(($(uptime_s) - start)) s)"
+}
+# context_of NAME FILE... : a build context holding just these files (hard links: no copy of 100 MB binaries)
+context_of() {
+  local dir="$CTX/$1"; shift
+  rm -rf "$dir" && mkdir -p "$dir"
+  ln -f "$@" "$dir/" 2>/dev/null || cp "$@" "$dir/"
+  echo "$dir"
+}
+module_dir() { (cd "$HERE/go/kubernetes" && go mod download -json "$1" | sed -n 's/^\s*"Dir": "\(.*\)",$/\1/p'); }
+
+header "Base images (stand-ins for the official ones: no registry here)"
+image "$PYTHON_IMAGE" "$HERE/images/python.Dockerfile" "$HERE/images"
+image "$SPARK_IMAGE" "$HERE/images/spark.Dockerfile" "$HERE/images"
+image "$MAVEN_IMAGE" "$HERE/images/maven.Dockerfile" "$HERE/images"
+
+header "Spark operator $SPARK_OPERATOR_VERSION and its kubectl hook image"
+ctx="$(context_of spark-operator "$BIN/spark-operator")"
+cp "$HERE/images/spark-operator-entrypoint.sh" "$ctx/"
+image "$SPARK_OPERATOR_IMAGE" "$HERE/images/spark-operator.Dockerfile" "$ctx" --build-arg "SPARK_IMAGE=$SPARK_IMAGE"
+image "$KUBECTL_IMAGE" "$HERE/images/kubectl.Dockerfile" "$(context_of kubectl "$BIN/kubectl")"
+
+header "Traefik $TRAEFIK_VERSION (ingress controller)"
+image "$TRAEFIK_IMAGE" "$HERE/images/component.Dockerfile" "$(context_of traefik "$BIN/traefik")" --build-arg BINARY=traefik
+
+header "kind $KIND_VERSION base image (Debian's containerd, runc and CNI plugins)"
+kind_dir="$(module_dir "sigs.k8s.io/kind@$KIND_VERSION")"
+rm -rf "$CTX/kind-base" && mkdir -p "$CTX/kind-base" && cp -r "$kind_dir/images/base/files" "$CTX/kind-base/"
+chmod -R u+w "$CTX/kind-base"
+image "$KIND_BASE_IMAGE" "$HERE/images/kind-base.Dockerfile" "$CTX/kind-base"
+
+header "Kubernetes $KUBERNETES_VERSION control-plane images (upstream names, as kubeadm expects)"
+component() {  # TAG BINARY [PACKAGES] [EXTRA FILES...]
+  local tag="$1" binary="$2" packages="${3:-}"; shift 3 || shift $#
+  image "$tag" "$HERE/images/component.Dockerfile" "$(context_of "$binary" "$BIN/$binary" "$@")" \
+    --build-arg "BINARY=$binary" --build-arg "PACKAGES=$packages"
+}
+for binary in kube-apiserver kube-controller-manager kube-scheduler; do
+  component "registry.k8s.io/$binary:$KUBERNETES_VERSION" "$binary"
+done
+component "registry.k8s.io/kube-proxy:$KUBERNETES_VERSION" kube-proxy "iptables conntrack ipset kmod"
+component "registry.k8s.io/etcd:$ETCD_IMAGE_TAG" etcd "" "$BIN/etcdctl"
+component "registry.k8s.io/coredns/coredns:$COREDNS_VERSION" coredns
+component "$LOCAL_PATH_PROVISIONER_IMAGE" local-path-provisioner
+image "registry.k8s.io/pause:$PAUSE_VERSION" "$HERE/images/pause.Dockerfile" "$(context_of pause "$BIN/pause")"
+# kind's containerd config names pause:3.10 as the sandbox image; kubeadm v1.34 pre-pulls 3.10.1.
+docker tag "registry.k8s.io/pause:$PAUSE_VERSION" registry.k8s.io/pause:3.10
+
+header "kind node image $NODE_IMAGE"
+bash "$HERE/build-node-image.sh"

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Assembles the kind node image the way `kind build node-image` does, with no pulls: kind's base image
+# (build-images.sh) + kubeadm, kubelet and kubectl + every image kubeadm and kind start, imported into the
+# node's containerd (pinned, so the kubelet never garbage-collects them), + the default CNI and storage
+# manifests kind applies at cluster creation. Skipped while its inputs (the images' IDs, the binaries, the
+# manifests, this script) are unchanged.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+CACHE="${SPARKWIRE_CACHE:-$ROOT/.cache}"
+# shellcheck source=infra/lib.sh
+source "$ROOT/infra/lib.sh"
+HERE="$ROOT/infra/kind"
+BIN="$CACHE/kind/bin"
+# shellcheck source=infra/kind/versions.sh
+source "$HERE/versions.sh"
+
+PRELOADED=(
+  "registry.k8s.io/kube-apiserver:$KUBERNETES_VERSION" "registry.k8s.io/kube-controller-manager:$KUBERNETES_VERSION"
+  "registry.k8s.io/kube-scheduler:$KUBERNETES_VERSION" "registry.k8s.io/kube-proxy:$KUBERNETES_VERSION"
+  "registry.k8s.io/etcd:$ETCD_IMAGE_TAG" "registry.k8s.io/coredns/coredns:$COREDNS_VERSION"
+  "registry.k8s.io/pause:$PAUSE_VERSION" registry.k8s.io/pause:3.10
+  "$LOCAL_PATH_PROVISIONER_IMAGE" "$DEBIAN_IMAGE"
+)
+
+# kind's own local-path-provisioner manifest (sigs.k8s.io/kind, pkg/build/nodeimage/const_storage.go), with
+# our images: the provisioner built here, and the Debian base as its helper pod (it needs only sh, mkdir, rm).
+storage_manifest() {
+  local kind_dir
+  kind_dir="$(cd "$HERE/go/kubernetes" && go mod download -json "sigs.k8s.io/kind@$KIND_VERSION" | sed -n 's/^\s*"Dir": "\(.*\)",$/\1/p')"
+  python3 - "$kind_dir/pkg/build/nodeimage/const_storage.go" "$LOCAL_PATH_PROVISIONER_IMAGE" "$DEBIAN_IMAGE" <<'PY'
+import re, sys
+source, provisioner, helper = sys.argv[1:]
+text = open(source).read()
+manifest = re.search(r"const defaultStorageManifest = `(.*?)`\n", text, re.S).group(1)
+manifest = manifest.replace("` + storageProvisionerImage + `", provisioner).replace("` + storageHelperImage + `", helper)
+assert "`" not in manifest, "kind's storage manifest changed shape"
+print(manifest)
+PY
+}
+
+inputs="$(
+  for img in "${PRELOADED[@]}" "$KIND_BASE_IMAGE"; do docker image inspect --format '{{.Id}}' "$img"; done
+  sha256sum "$BIN"/{kubeadm,kubelet,kubectl} "$HERE/node/ptp-cni.yaml" "${BASH_SOURCE[0]}"
+)"
+fp="$(sha256sum <<<"$inputs" | cut -d' ' -f1)"
+if fresh node-image "$fp" && docker image inspect "$NODE_IMAGE" >/dev/null 2>&1; then
+  echo "  $NODE_IMAGE: up to date"; exit 0
+fi
+
+start="$(uptime_s)"
+builder="sparkwire-node-build-$$"
+docker run -d --name "$builder" --entrypoint sleep --security-opt seccomp=unconfined "$KIND_BASE_IMAGE" infinity >/dev/null
+trap 'docker rm -f -v "$builder" >/dev/null 2>&1' EXIT
+for binary in kubeadm kubelet kubectl; do docker cp "$BIN/$binary" "$builder:/usr/bin/$binary"; done
+docker exec "$builder" sh -c "printf '%s' '$KUBERNETES_VERSION' > /kind/version && mkdir -p /kind/manifests"
+docker cp "$HERE/node/ptp-cni.yaml" "$builder:/kind/manifests/default-cni.yaml"
+storage_manifest | docker exec -i "$builder" sh -c 'cat > /kind/manifests/default-storage.yaml'
+docker exec "$builder" bash -c 'containerd >/tmp/containerd.log 2>&1 & for _ in $(seq 1 30); do ctr version >/dev/null 2>&1 && exit 0; sleep 1; done; cat /tmp/containerd.log; exit 1'
+for img in "${PRELOADED[@]}"; do
+  docker save "$img" | docker exec -i "$builder" ctr --namespace=k8s.io images import \
+    --label=io.cri-containerd.pinned=pinned --all-platforms --no-unpack --digests - >/dev/null
+  echo "  preloaded $img"
+done
+docker exec "$builder" sh -c 'pkill containerd; sleep 2; rm -f /tmp/containerd.log'
+docker commit --change 'ENTRYPOINT [ "/usr/local/bin/entrypoint", "/sbin/init" ]' \
+  --change 'ENV HTTP_PROXY="" HTTPS_PROXY="" NO_PROXY=""' "$builder" "$NODE_IMAGE" >/dev/null
+stamp node-image "$fp"
+echo "  $NODE_IMAGE ($(($(uptime_s) - start)) s)"

@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# `make kind-up`: a kind cluster running sparkwire, from nothing, idempotent (run it again after a change):
+#
+#   1. a Docker engine (docker-engine.sh: installed and started when none answers);
+#   2. images: where Docker Hub is reachable, the published ones (kind's node image, Traefik, the Spark
+#      operator's) and the project's Dockerfiles on their official bases; where it is not (this project's
+#      sandboxes, air-gapped runners), everything built here from package registries: a Debian base
+#      (debian-base.sh), Kubernetes, etcd, CoreDNS, kind, Traefik, the Spark operator, skaffold compiled from
+#      the Go module proxy (build-binaries.sh), the images and the kind node image (build-images.sh);
+#   3. the cluster `sparkwire` (cluster/kind-offline.yaml: one node; cluster/kind-published.yaml: three);
+#   4. Traefik (cluster/traefik.yaml), the Spark operator (spark-operator/install.sh), both sparkwire images
+#      built and loaded, and the chart (charts/sparkwire with ci/kind-values.yaml + tests/e2e/kind/e2e-values.yaml);
+#   5. .cache/kind/release.env: the images, binaries and build arguments in use (tests and skaffold read it).
+#
+# SPARKWIRE_KIND_IMAGES=offline|published forces the image source (default: published when Docker Hub
+# answers). SPARKWIRE_KIND_SKIP_RELEASE=1 stops after the operator (skaffold installs the release itself).
+# Every step prints its duration; the cold and warm totals measured here are in infra/kind/README.md.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+CACHE="${SPARKWIRE_CACHE:-$ROOT/.cache}"
+# shellcheck source=infra/lib.sh
+source "$ROOT/infra/lib.sh"
+HERE="$ROOT/infra/kind"
+# shellcheck source=infra/kind/versions.sh
+source "$HERE/versions.sh"
+BIN="$CACHE/kind/bin"
+CLUSTER=sparkwire
+CONTEXT="kind-$CLUSTER"
+NAMESPACE="${SPARKWIRE_NAMESPACE:-sparkwire}"
+RELEASE=sparkwire
+export PATH="$BIN:$CACHE/k8s/bin:$PATH" GOFLAGS=-buildvcs=false
+T0="$(uptime_s)"
+timed() {  # timed NAME COMMAND... : run a step, print its duration
+  local name="$1" start; shift
+  start="$(uptime_s)"
+  "$@"
+  printf '   [%s: %d s, %d s since start]\n' "$name" $(($(uptime_s) - start)) $(($(uptime_s) - T0))
+}
+
+header "Docker engine"
+timed docker bash "$HERE/docker-engine.sh"
+
+mode="${SPARKWIRE_KIND_IMAGES:-auto}"
+if [[ "$mode" == auto ]]; then
+  # Docker Hub's registry answers 401 to an anonymous /v2/ when it is reachable.
+  code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 8 https://registry-1.docker.io/v2/ || true)"
+  if [[ "$code" == 401 ]]; then mode=published; else mode=offline; fi
+  echo "image source: $mode (Docker Hub's registry answered: ${code:-nothing})"
+fi
+[[ "$mode" == offline || "$mode" == published ]] || { echo "ERROR: SPARKWIRE_KIND_IMAGES=$mode" >&2; exit 2; }
+
+header "helm and the other chart tools (infra/k8s-tools.sh)"
+timed k8s-tools bash "$ROOT/infra/k8s-tools.sh"
+
+if [[ "$mode" == offline ]]; then
+  header "Debian base image $DEBIAN_IMAGE (mmdebstrap)"
+  fp="$(fingerprint "$HERE/debian-base.sh")"
+  if fresh debian-base "$fp" && docker image inspect "$DEBIAN_IMAGE" >/dev/null 2>&1; then
+    echo "up to date"
+  else
+    timed debian-base bash "$HERE/debian-base.sh" "$DEBIAN_IMAGE"
+    stamp debian-base "$fp"
+  fi
+  timed binaries bash "$HERE/build-binaries.sh"
+  timed images bash "$HERE/build-images.sh"
+  node_image="$NODE_IMAGE"; config="$HERE/cluster/kind-offline.yaml"
+  traefik_image="$TRAEFIK_IMAGE"; operator_image="$SPARK_OPERATOR_IMAGE"
+  build_args=(--build-arg "PYTHON_IMAGE=$PYTHON_IMAGE" --build-arg "SPARK_IMAGE=$SPARK_IMAGE" --build-arg "MAVEN_IMAGE=$MAVEN_IMAGE")
+else
+  timed binaries bash "$HERE/build-binaries.sh" kind kubectl skaffold
+  node_image=""; config="$HERE/cluster/kind-published.yaml"
+  traefik_image="docker.io/library/traefik:${TRAEFIK_VERSION}"
+  operator_image="ghcr.io/kubeflow/spark-operator/controller:${SPARK_OPERATOR_VERSION#v}"
+  build_args=()
+fi
+
+header "cluster $CLUSTER"
+if kind get clusters 2>/dev/null | grep -qx "$CLUSTER"; then
+  echo "exists"
+else
+  timed cluster kind create cluster --config "$config" ${node_image:+--image "$node_image"} --wait 180s
+fi
+kubectl config use-context "$CONTEXT" >/dev/null
+kubectl_() { kubectl --context "$CONTEXT" "$@"; }
+load() { [[ "$mode" == offline ]] && kind load docker-image --name "$CLUSTER" "$@" >/dev/null; return 0; }
+
+header "Traefik $TRAEFIK_VERSION (ingress controller, class traefik, on 127.0.0.1:18080)"
+load "$traefik_image"
+sed "s|image: TRAEFIK_IMAGE|image: $traefik_image|" "$HERE/cluster/traefik.yaml" | kubectl_ apply -f - >/dev/null
+timed traefik kubectl_ -n traefik rollout status deployment/traefik --timeout 180s
+
+header "Spark operator $SPARK_OPERATOR_VERSION (spark-operator/install.sh)"
+load "$operator_image"
+operator_chart="$(cd "$HERE/go/spark-operator" && go mod download -json "github.com/kubeflow/spark-operator/v2@$SPARK_OPERATOR_VERSION" \
+  | sed -n 's/^\s*"Dir": "\(.*\)",$/\1/p')/charts/spark-operator-chart"
+operator_repo="${operator_image%:*}"
+timed operator env SPARKWIRE_NAMESPACE="$NAMESPACE" SPARK_OPERATOR_CHART="$operator_chart" HELM="$CACHE/k8s/bin/helm" \
+  KUBECTL=kubectl bash "$ROOT/spark-operator/install.sh" -- \
+  --set "image.registry=${operator_repo%%/*}" --set "image.repository=${operator_repo#*/}" \
+  --set "image.tag=${operator_image##*:}" --kube-context "$CONTEXT"
+
+# Tag = the image's own ID: a rebuild with changes gets a new tag (helm then rolls the pods), an unchanged one
+# keeps it.
+declare -A tags
+for component in gateway aggregator; do
+  header "image sparkwire-$component"
+  timed "image $component" docker build -q -f "$ROOT/images/$component/Dockerfile" "${build_args[@]}" \
+    -t "sparkwire-$component:build" "$ROOT" >/dev/null
+  id="$(docker image inspect --format '{{.Id}}' "sparkwire-$component:build")"
+  tags[$component]="${id:7:12}"
+  docker tag "sparkwire-$component:build" "sparkwire-$component:${tags[$component]}"
+  timed "load $component" kind load docker-image --name "$CLUSTER" "sparkwire-$component:${tags[$component]}" >/dev/null
+done
+
+mkdir -p "$CACHE/kind"
+cat > "$CACHE/kind/release.env" <<ENV
+# Written by infra/kind/kind-up.sh ($mode images): what the kind tests and skaffold use.
+SPARKWIRE_KIND_IMAGES=$mode
+SPARKWIRE_KIND_CONTEXT=$CONTEXT
+SPARKWIRE_NAMESPACE=$NAMESPACE
+SPARKWIRE_RELEASE=$RELEASE
+SPARKWIRE_GATEWAY_IMAGE_REPOSITORY=sparkwire-gateway
+SPARKWIRE_GATEWAY_IMAGE_TAG=${tags[gateway]}
+SPARKWIRE_AGGREGATOR_IMAGE_REPOSITORY=sparkwire-aggregator
+SPARKWIRE_AGGREGATOR_IMAGE_TAG=${tags[aggregator]}
+SPARKWIRE_HELM=$CACHE/k8s/bin/helm
+SPARKWIRE_KUBECTL=$(command -v kubectl)
+SPARKWIRE_SKAFFOLD=$BIN/skaffold
+SPARKWIRE_KIND_BIN=$BIN
+SPARKWIRE_PYTHON_IMAGE=$([[ $mode == offline ]] && echo "$PYTHON_IMAGE")
+SPARKWIRE_SPARK_IMAGE=$([[ $mode == offline ]] && echo "$SPARK_IMAGE")
+SPARKWIRE_MAVEN_IMAGE=$([[ $mode == offline ]] && echo "$MAVEN_IMAGE")
+ENV
+
+if [[ "${SPARKWIRE_KIND_SKIP_RELEASE:-0}" != 1 ]]; then
+  header "helm upgrade --install $RELEASE (namespace $NAMESPACE)"
+  timed release helm --kube-context "$CONTEXT" upgrade --install "$RELEASE" "$ROOT/charts/sparkwire" \
+    --namespace "$NAMESPACE" --create-namespace \
+    --values "$ROOT/charts/sparkwire/ci/kind-values.yaml" --values "$ROOT/tests/e2e/kind/e2e-values.yaml" \
+    --set gateway.image.repository=sparkwire-gateway --set "gateway.image.tag=${tags[gateway]}" \
+    --set aggregator.image.repository=sparkwire-aggregator --set "aggregator.image.tag=${tags[aggregator]}" \
+    --wait --timeout 10m
+
+  header "aggregator driver"
+  wait_driver() {
+    for _ in $(seq 1 120); do
+      phase="$(kubectl_ -n "$NAMESPACE" get pods -l "spark-role=driver,sparkoperator.k8s.io/app-name=$RELEASE-aggregator" \
+        -o jsonpath='{.items[*].status.phase}' 2>/dev/null || true)"
+      [[ "$phase" == *Running* ]] && return 0
+      sleep 5
+    done
+    echo "ERROR: no running Spark driver after 10 min" >&2
+    kubectl_ -n "$NAMESPACE" get sparkapplications,pods -o wide >&2
+    return 1
+  }
+  timed driver wait_driver
+  kubectl_ -n "$NAMESPACE" get sparkapplications,pods -o wide
+fi
+printf '\nkind-up done in %d s (%s images). Gateway through http://127.0.0.1:18080/?stream=metrics\n' \
+  $(($(uptime_s) - T0)) "$mode"
+echo "next: make e2e-kind   (or .venv/bin/pytest tests/e2e/kind)"

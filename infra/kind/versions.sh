@@ -1,0 +1,22 @@
+# Versions and image names of the offline kind cluster (sourced by infra/kind/*.sh). The Go module pins are
+# in infra/kind/go/*/go.mod; these must agree with them (tests/deploy/test_kind_files.py checks).
+KUBERNETES_VERSION=v1.34.4
+ETCD_IMAGE_TAG=3.6.5-0           # kubeadm v1.34's etcd (go/etcd pins etcd v3.6.5)
+COREDNS_VERSION=v1.12.1          # kubeadm v1.34's CoreDNS
+PAUSE_VERSION=3.10.1
+LOCAL_PATH_PROVISIONER_VERSION=v0.0.30
+KIND_VERSION=v0.30.0
+SPARK_OPERATOR_VERSION=v2.5.0    # = the chart spark-operator/install.sh installs
+TRAEFIK_VERSION=v3.5.0
+
+PREFIX=sparkwire-offline
+PYTHON_IMAGE="$PREFIX/python:3.11"
+SPARK_IMAGE="$PREFIX/spark:4.0.0"
+MAVEN_IMAGE="$PREFIX/maven:3.9"
+DEBIAN_IMAGE="$PREFIX/debian:bookworm"
+SPARK_OPERATOR_IMAGE="$PREFIX/spark-operator:$SPARK_OPERATOR_VERSION"
+KUBECTL_IMAGE="$PREFIX/kubectl:$KUBERNETES_VERSION"
+TRAEFIK_IMAGE="$PREFIX/traefik:$TRAEFIK_VERSION"
+LOCAL_PATH_PROVISIONER_IMAGE="$PREFIX/local-path-provisioner:$LOCAL_PATH_PROVISIONER_VERSION"
+KIND_BASE_IMAGE="$PREFIX/kind-base:$KIND_VERSION"
+NODE_IMAGE="$PREFIX/kind-node:$KUBERNETES_VERSION"
