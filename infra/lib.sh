@@ -12,3 +12,25 @@ stamp() { mkdir -p "$CACHE/stamps" && echo "$2" > "$CACHE/stamps/$1"; }
 
 # uptime_s : seconds since boot (the wall clock drifts on these VMs; durations are measured with this).
 uptime_s() { cut -d' ' -f1 /proc/uptime | cut -d. -f1; }
+
+# go_module_dir MODULE@VERSION : download a module from the Go module proxy (sources only, into the module
+# cache) and print where it was unpacked. Run outside any module, so no go.mod's replaces apply.
+go_module_dir() {
+  local scratch dir
+  scratch="$(mktemp -d)"
+  dir="$(cd "$scratch" && GOFLAGS=-mod=mod go mod download -json "$1" | sed -n 's/^\s*"Dir": "\(.*\)",$/\1/p')"
+  rm -rf "$scratch"
+  [[ -n "$dir" && -d "$dir" ]] || { echo "ERROR: could not download Go module $1" >&2; return 1; }
+  echo "$dir"
+}
+
+# docker_build ARGS... : `docker build -q ARGS`, printing the image ID only; the docker CLI's "legacy builder
+# is deprecated" notice (stderr, every build on an engine without buildx) is shown only with a failure.
+docker_build() {
+  local log status=0
+  log="$(mktemp)"
+  docker build -q "$@" 2>"$log" >/dev/null || status=$?
+  ((status == 0)) || cat "$log" >&2
+  rm -f "$log"
+  return "$status"
+}

@@ -59,11 +59,18 @@ etcd() {
 go_install() { GOBIN="$BIN" go install -trimpath -ldflags "-s -w" "$@"; }
 in_module() { local dir="$1" out="$2" pkg="$3"; (cd "$HERE/go/$dir" && go build -trimpath -ldflags "-s -w" -o "$BIN/$out" "$pkg"); }
 
+# The operator reports its version like upstream's Makefile stamps it.
+spark_operator() {
+  (cd "$HERE/go/spark-operator" && go build -trimpath \
+    -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$SPARK_OPERATOR_VERSION -X k8s.io/component-base/version.gitTreeState=clean" \
+    -o "$BIN/spark-operator" github.com/kubeflow/spark-operator/v2/cmd/operator)
+}
+
 # Traefik's module zip has no webui/static (its built web UI, which webui/ embeds): build a copy of the
 # module with an empty UI (the dashboard is off in this cluster).
 traefik() {
   local work="$CACHE/kind/build/traefik" src
-  src="$(cd "$HERE/go/traefik" && go mod download -json github.com/traefik/traefik/v3 | sed -n 's/^\s*"Dir": "\(.*\)",$/\1/p')"
+  src="$(go_module_dir "github.com/traefik/traefik/v3@$TRAEFIK_VERSION")"
   rm -rf "$work" && mkdir -p "$work"
   cp -r "$src" "$work/src" && chmod -R u+w "$work/src"
   mkdir -p "$work/src/webui/static" && echo '<!doctype html><title>Traefik</title>' > "$work/src/webui/static/index.html"
@@ -74,7 +81,7 @@ traefik() {
 # The pause container: a static C program shipped in the Kubernetes module (build/pause/linux/pause.c).
 pause() {
   local src
-  src="$(cd "$HERE/go/kubernetes" && go mod download -json k8s.io/kubernetes | sed -n 's/^\s*"Dir": "\(.*\)",$/\1/p')"
+  src="$(go_module_dir "k8s.io/kubernetes@$KUBERNETES_VERSION")"
   gcc -Os -Wall -Werror -static -DVERSION=v$PAUSE_VERSION -o "$BIN/pause" "$src/build/pause/linux/pause.c"
 }
 
@@ -94,8 +101,7 @@ build local-path-provisioner /dev/null go_install "github.com/rancher/local-path
 outputs="kind"
 build kind /dev/null go_install "sigs.k8s.io/kind@$KIND_VERSION"
 outputs="spark-operator"
-build spark-operator "$HERE/go/spark-operator/go.mod $HERE/go/spark-operator/go.sum" \
-  in_module spark-operator spark-operator github.com/kubeflow/spark-operator/v2/cmd/operator
+build spark-operator "$HERE/go/spark-operator/go.mod $HERE/go/spark-operator/go.sum" spark_operator
 outputs="skaffold"
 build skaffold "$HERE/go/skaffold/go.mod $HERE/go/skaffold/go.sum" \
   in_module skaffold skaffold github.com/GoogleContainerTools/skaffold/v2/cmd/skaffold

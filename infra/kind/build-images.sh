@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Every image the offline kind cluster runs, built here from the binaries of build-binaries.sh and Debian's
 # packages (no image registry): usage build-images.sh (after debian-base.sh and build-binaries.sh).
-#   1. stand-ins for the official bases the project's Dockerfiles default to (python, spark, maven), the
-#      Spark operator and its kubectl hook image (infra/kind/images/*.Dockerfile);
+#   1. stand-ins for the official bases the project's Dockerfiles default to (python, spark, maven) and the
+#      Spark operator (infra/kind/images/*.Dockerfile, README there);
 #   2. kind's base image and every image kubeadm/kind start, under their upstream names;
 #   3. the kind node image with those preloaded into its containerd (what `kind build node-image` does, but
 #      it would try to pull what it is not given).
@@ -22,7 +22,7 @@ source "$HERE/versions.sh"
 image() {
   local tag="$1" dockerfile="$2" context="$3"; shift 3
   local start; start="$(uptime_s)"
-  docker build -q -f "$dockerfile" -t "$tag" "$@" "$context" >/dev/null
+  docker_build -f "$dockerfile" -t "$tag" "$@" "$context"
   echo "  $tag ($(($(uptime_s) - start)) s)"
 }
 # context_of NAME FILE... : a build context holding just these files (hard links: no copy of 100 MB binaries)
@@ -32,24 +32,28 @@ context_of() {
   ln -f "$@" "$dir/" 2>/dev/null || cp "$@" "$dir/"
   echo "$dir"
 }
-module_dir() { (cd "$HERE/go/kubernetes" && go mod download -json "$1" | sed -n 's/^\s*"Dir": "\(.*\)",$/\1/p'); }
 
 header "Base images (stand-ins for the official ones: no registry here)"
 image "$PYTHON_IMAGE" "$HERE/images/python.Dockerfile" "$HERE/images"
 image "$SPARK_IMAGE" "$HERE/images/spark.Dockerfile" "$HERE/images"
 image "$MAVEN_IMAGE" "$HERE/images/maven.Dockerfile" "$HERE/images"
 
-header "Spark operator $SPARK_OPERATOR_VERSION and its kubectl hook image"
-ctx="$(context_of spark-operator "$BIN/spark-operator")"
-cp "$HERE/images/spark-operator-entrypoint.sh" "$ctx/"
-image "$SPARK_OPERATOR_IMAGE" "$HERE/images/spark-operator.Dockerfile" "$ctx" --build-arg "SPARK_IMAGE=$SPARK_IMAGE"
-image "$KUBECTL_IMAGE" "$HERE/images/kubectl.Dockerfile" "$(context_of kubectl "$BIN/kubectl")"
+header "Redis and Kafka (stand-ins for the chart's redis and apache/kafka images)"
+image "$REDIS_IMAGE_REPOSITORY:$REDIS_IMAGE_TAG" "$HERE/images/redis.Dockerfile" "$HERE/images"
+image "$KAFKA_IMAGE_REPOSITORY:$KAFKA_IMAGE_TAG" "$HERE/images/kafka.Dockerfile" \
+  "$(context_of kafka "$HERE/images/kafka/kafka-run-class.sh" "$ROOT/infra/maven/kafka/pom.xml" "$ROOT/infra/kafka/log4j2.properties")" \
+  --build-arg "MAVEN_IMAGE=$MAVEN_IMAGE" --build-arg "SPARK_IMAGE=$SPARK_IMAGE"
+
+header "Spark operator $SPARK_OPERATOR_VERSION"
+image "$SPARK_OPERATOR_IMAGE" "$HERE/images/spark-operator.Dockerfile" \
+  "$(context_of spark-operator "$BIN/spark-operator" "$HERE/images/spark-operator-entrypoint.sh")" \
+  --build-arg "SPARK_IMAGE=$SPARK_IMAGE"
 
 header "Traefik $TRAEFIK_VERSION (ingress controller)"
 image "$TRAEFIK_IMAGE" "$HERE/images/component.Dockerfile" "$(context_of traefik "$BIN/traefik")" --build-arg BINARY=traefik
 
 header "kind $KIND_VERSION base image (Debian's containerd, runc and CNI plugins)"
-kind_dir="$(module_dir "sigs.k8s.io/kind@$KIND_VERSION")"
+kind_dir="$(go_module_dir "sigs.k8s.io/kind@$KIND_VERSION")"
 rm -rf "$CTX/kind-base" && mkdir -p "$CTX/kind-base" && cp -r "$kind_dir/images/base/files" "$CTX/kind-base/"
 chmod -R u+w "$CTX/kind-base"
 image "$KIND_BASE_IMAGE" "$HERE/images/kind-base.Dockerfile" "$CTX/kind-base"

@@ -26,21 +26,21 @@ PRELOADED=(
 # our images: the provisioner built here, and the Debian base as its helper pod (it needs only sh, mkdir, rm).
 storage_manifest() {
   local kind_dir
-  kind_dir="$(cd "$HERE/go/kubernetes" && go mod download -json "sigs.k8s.io/kind@$KIND_VERSION" | sed -n 's/^\s*"Dir": "\(.*\)",$/\1/p')"
+  kind_dir="$(go_module_dir "sigs.k8s.io/kind@$KIND_VERSION")"
   python3 - "$kind_dir/pkg/build/nodeimage/const_storage.go" "$LOCAL_PATH_PROVISIONER_IMAGE" "$DEBIAN_IMAGE" <<'PY'
 import re, sys
 source, provisioner, helper = sys.argv[1:]
 text = open(source).read()
+text = text.replace("` + storageProvisionerImage + `", provisioner).replace("` + storageHelperImage + `", helper)
 manifest = re.search(r"const defaultStorageManifest = `(.*?)`\n", text, re.S).group(1)
-manifest = manifest.replace("` + storageProvisionerImage + `", provisioner).replace("` + storageHelperImage + `", helper)
-assert "`" not in manifest, "kind's storage manifest changed shape"
+assert "+ storage" not in manifest and provisioner in manifest, "kind's storage manifest changed shape"
 print(manifest)
 PY
 }
 
 inputs="$(
   for img in "${PRELOADED[@]}" "$KIND_BASE_IMAGE"; do docker image inspect --format '{{.Id}}' "$img"; done
-  sha256sum "$BIN"/{kubeadm,kubelet,kubectl} "$HERE/node/ptp-cni.yaml" "${BASH_SOURCE[0]}"
+  sha256sum "$BIN"/{kubeadm,kubelet,kubectl} "$HERE/node/ptp-cni.yaml" "$HERE/versions.sh" "${BASH_SOURCE[0]}"
 )"
 fp="$(sha256sum <<<"$inputs" | cut -d' ' -f1)"
 if fresh node-image "$fp" && docker image inspect "$NODE_IMAGE" >/dev/null 2>&1; then

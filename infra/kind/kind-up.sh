@@ -66,12 +66,15 @@ if [[ "$mode" == offline ]]; then
   node_image="$NODE_IMAGE"; config="$HERE/cluster/kind-offline.yaml"
   traefik_image="$TRAEFIK_IMAGE"; operator_image="$SPARK_OPERATOR_IMAGE"
   build_args=(--build-arg "PYTHON_IMAGE=$PYTHON_IMAGE" --build-arg "SPARK_IMAGE=$SPARK_IMAGE" --build-arg "MAVEN_IMAGE=$MAVEN_IMAGE")
+  dependency_images=("$REDIS_IMAGE_REPOSITORY:$REDIS_IMAGE_TAG" "$KAFKA_IMAGE_REPOSITORY:$KAFKA_IMAGE_TAG")
 else
   timed binaries bash "$HERE/build-binaries.sh" kind kubectl skaffold
   node_image=""; config="$HERE/cluster/kind-published.yaml"
   traefik_image="docker.io/library/traefik:${TRAEFIK_VERSION}"
   operator_image="ghcr.io/kubeflow/spark-operator/controller:${SPARK_OPERATOR_VERSION#v}"
   build_args=()
+  dependency_images=()
+  REDIS_IMAGE_REPOSITORY="" REDIS_IMAGE_TAG="" KAFKA_IMAGE_REPOSITORY="" KAFKA_IMAGE_TAG=""  # the chart's own
 fi
 
 header "cluster $CLUSTER"
@@ -91,8 +94,7 @@ timed traefik kubectl_ -n traefik rollout status deployment/traefik --timeout 18
 
 header "Spark operator $SPARK_OPERATOR_VERSION (spark-operator/install.sh)"
 load "$operator_image"
-operator_chart="$(cd "$HERE/go/spark-operator" && go mod download -json "github.com/kubeflow/spark-operator/v2@$SPARK_OPERATOR_VERSION" \
-  | sed -n 's/^\s*"Dir": "\(.*\)",$/\1/p')/charts/spark-operator-chart"
+operator_chart="$(go_module_dir "github.com/kubeflow/spark-operator/v2@$SPARK_OPERATOR_VERSION")/charts/spark-operator-chart"
 operator_repo="${operator_image%:*}"
 timed operator env SPARKWIRE_NAMESPACE="$NAMESPACE" SPARK_OPERATOR_CHART="$operator_chart" HELM="$CACHE/k8s/bin/helm" \
   KUBECTL=kubectl bash "$ROOT/spark-operator/install.sh" -- \
@@ -104,13 +106,27 @@ timed operator env SPARKWIRE_NAMESPACE="$NAMESPACE" SPARK_OPERATOR_CHART="$opera
 declare -A tags
 for component in gateway aggregator; do
   header "image sparkwire-$component"
-  timed "image $component" docker build -q -f "$ROOT/images/$component/Dockerfile" "${build_args[@]}" \
-    -t "sparkwire-$component:build" "$ROOT" >/dev/null
+  timed "image $component" docker_build -f "$ROOT/images/$component/Dockerfile" "${build_args[@]}" \
+    -t "sparkwire-$component:build" "$ROOT"
   id="$(docker image inspect --format '{{.Id}}' "sparkwire-$component:build")"
   tags[$component]="${id:7:12}"
   docker tag "sparkwire-$component:build" "sparkwire-$component:${tags[$component]}"
   timed "load $component" kind load docker-image --name "$CLUSTER" "sparkwire-$component:${tags[$component]}" >/dev/null
 done
+
+if ((${#dependency_images[@]})); then
+  header "Redis and Kafka images"
+  timed "load dependencies" kind load docker-image --name "$CLUSTER" "${dependency_images[@]}" >/dev/null
+fi
+# The chart values of images that differ from its defaults here: for every helm install of the release
+# (below, the tests, skaffold's kind profile through release.env).
+image_values=(
+  --set gateway.image.repository=sparkwire-gateway --set-string "gateway.image.tag=${tags[gateway]}"
+  --set aggregator.image.repository=sparkwire-aggregator --set-string "aggregator.image.tag=${tags[aggregator]}"
+)
+[[ -n "$REDIS_IMAGE_REPOSITORY" ]] && image_values+=(
+  --set "redis.image.repository=$REDIS_IMAGE_REPOSITORY" --set-string "redis.image.tag=$REDIS_IMAGE_TAG"
+  --set "kafka.deploy.image.repository=$KAFKA_IMAGE_REPOSITORY" --set-string "kafka.deploy.image.tag=$KAFKA_IMAGE_TAG")
 
 mkdir -p "$CACHE/kind"
 cat > "$CACHE/kind/release.env" <<ENV
@@ -130,6 +146,12 @@ SPARKWIRE_KIND_BIN=$BIN
 SPARKWIRE_PYTHON_IMAGE=$([[ $mode == offline ]] && echo "$PYTHON_IMAGE")
 SPARKWIRE_SPARK_IMAGE=$([[ $mode == offline ]] && echo "$SPARK_IMAGE")
 SPARKWIRE_MAVEN_IMAGE=$([[ $mode == offline ]] && echo "$MAVEN_IMAGE")
+SPARKWIRE_REDIS_IMAGE_REPOSITORY=$REDIS_IMAGE_REPOSITORY
+SPARKWIRE_REDIS_IMAGE_TAG=$REDIS_IMAGE_TAG
+SPARKWIRE_KAFKA_IMAGE_REPOSITORY=$KAFKA_IMAGE_REPOSITORY
+SPARKWIRE_KAFKA_IMAGE_TAG=$KAFKA_IMAGE_TAG
+# Every image value as helm arguments (one line, space-separated), for any helm install of the release.
+SPARKWIRE_HELM_IMAGE_ARGS="${image_values[*]}"
 ENV
 
 if [[ "${SPARKWIRE_KIND_SKIP_RELEASE:-0}" != 1 ]]; then
@@ -137,9 +159,7 @@ if [[ "${SPARKWIRE_KIND_SKIP_RELEASE:-0}" != 1 ]]; then
   timed release helm --kube-context "$CONTEXT" upgrade --install "$RELEASE" "$ROOT/charts/sparkwire" \
     --namespace "$NAMESPACE" --create-namespace \
     --values "$ROOT/charts/sparkwire/ci/kind-values.yaml" --values "$ROOT/tests/e2e/kind/e2e-values.yaml" \
-    --set gateway.image.repository=sparkwire-gateway --set "gateway.image.tag=${tags[gateway]}" \
-    --set aggregator.image.repository=sparkwire-aggregator --set "aggregator.image.tag=${tags[aggregator]}" \
-    --wait --timeout 10m
+    "${image_values[@]}" --wait --timeout 10m
 
   header "aggregator driver"
   wait_driver() {

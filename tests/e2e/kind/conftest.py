@@ -1,14 +1,23 @@
-"""sparkwire on a kind cluster (tests/e2e/kind/up.sh): the real pipeline — a producer Job writing events
-into the chart's Kafka, the aggregator SparkApplication committing windows into the chart's Redis, the
-gateway Deployment behind ingress-nginx — while pods are deleted and rolled under running clients.
+"""sparkwire on the kind cluster of `make kind-up`: the real pipeline — a producer Job writing events into the
+chart's Kafka, the aggregator SparkApplication committing windows into the chart's Redis, the gateway
+Deployment behind the Traefik ingress — while pods are deleted, rolled and upgraded under running clients,
+and the release is deployed by skaffold and installed from scratch.
 
-Everything here is skipped, with the reason, unless a Docker engine answers, the kubeconfig has the
-cluster's context and sparkwire is deployed in it. Besides the Python packages of `.venv`, the tests need
-`kubectl` on PATH (port-forwards to Redis).
+Availability: a Docker engine, the kubeconfig context of the cluster, the release deployed in it and the
+ingress answering; the helm and skaffold tests also need `.cache/kind/release.env`, which `make kind-up`
+writes. Without them every test is skipped with the reason — unless SPARKWIRE_KIND_REQUIRED=1 (set by
+`make e2e-kind`), where the same reason fails the test: a run that was meant to exercise the cluster must
+not pass by skipping all of it.
+
+Order (``pytest_collection_modifyitems`` below): test_kind_chaos.py first (on the release as `make kind-up`
+installed it), then test_skaffold.py (skaffold redeploys the release), then test_helm_install.py, which
+uninstalls the release and deletes its volumes, so it goes last and leaves a release installed from
+release.env's images.
 
 Environment: SPARKWIRE_KIND_CONTEXT (kind-sparkwire), SPARKWIRE_NAMESPACE (sparkwire), SPARKWIRE_RELEASE
-(sparkwire), SPARKWIRE_KIND_HTTP (http://127.0.0.1:18080: ingress-nginx, kind-config.yaml),
-SPARKWIRE_KIND_CLIENTS (50).
+(sparkwire), SPARKWIRE_KIND_HTTP (http://127.0.0.1:18080: the ingress), SPARKWIRE_KIND_CLIENTS (50),
+SPARKWIRE_KIND_REQUIRED (unset: skip without a cluster; 1: fail), SPARKWIRE_CACHE (.cache: where
+kind/release.env is).
 """
 
 from __future__ import annotations
@@ -21,6 +30,7 @@ import os
 import queue
 import random
 import re
+import shlex
 import shutil
 import subprocess
 import threading
@@ -31,7 +41,8 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from pathlib import Path
+from typing import Any, NoReturn
 
 import pytest
 import redis as redis_lib
@@ -42,8 +53,17 @@ from kubernetes.client.exceptions import ApiException
 from sparkwire.client import StreamClient
 from sparkwire.producer.events import GeneratorConfig, generate
 from sparkwire.replaylog import ReplayLogReader
-from sparkwire.replaylog.model import Entry
+from sparkwire.replaylog.model import Entry, StreamMeta
 from sparkwire.verify import WindowResult, check_seqs, compare, expected_results
+
+from ..local.conftest import FaultLoop
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[2]
+CHART = ROOT / "charts" / "sparkwire"
+KIND_VALUES = CHART / "ci" / "kind-values.yaml"
+E2E_VALUES = HERE / "e2e-values.yaml"
+RELEASE_ENV = Path(os.environ.get("SPARKWIRE_CACHE", str(ROOT / ".cache"))) / "kind" / "release.env"
 
 CONTEXT = os.environ.get("SPARKWIRE_KIND_CONTEXT", "kind-sparkwire")
 NAMESPACE = os.environ.get("SPARKWIRE_NAMESPACE", "sparkwire")
@@ -51,12 +71,93 @@ RELEASE = os.environ.get("SPARKWIRE_RELEASE", "sparkwire")
 FULLNAME = RELEASE if "sparkwire" in RELEASE else f"{RELEASE}-sparkwire"  # the chart's sparkwire.fullname
 HTTP = os.environ.get("SPARKWIRE_KIND_HTTP", "http://127.0.0.1:18080").rstrip("/")
 CLIENTS = int(os.environ.get("SPARKWIRE_KIND_CLIENTS", "50"))
+REQUIRED = os.environ.get("SPARKWIRE_KIND_REQUIRED", "") == "1"
 KAFKA_CLIENT_LABEL = {"sparkwire.io/kafka-client": "true"}  # the chart's networkPolicy.kafkaClientLabel
+RELEASE_SELECTOR = f"app.kubernetes.io/instance={RELEASE}"  # every pod of the chart, Spark's included
 DRIVER_SELECTOR = f"spark-role=driver,sparkoperator.k8s.io/app-name={FULLNAME}-aggregator"
-GATEWAY_SELECTOR = f"app.kubernetes.io/instance={RELEASE},app.kubernetes.io/component=gateway"
+EXECUTOR_SELECTOR = f"spark-role=executor,sparkoperator.k8s.io/app-name={FULLNAME}-aggregator"
+GATEWAY_SELECTOR = f"{RELEASE_SELECTOR},app.kubernetes.io/component=gateway"
+REDIS_SELECTOR = f"{RELEASE_SELECTOR},app.kubernetes.io/component=redis"
+REDIS_POD = f"{FULLNAME}-redis-0"
+REDIS_CLAIM = f"data-{REDIS_POD}"  # the StatefulSet's volumeClaimTemplate `data`
+RELEASE_ENV_KEYS = ("SPARKWIRE_GATEWAY_IMAGE_REPOSITORY", "SPARKWIRE_GATEWAY_IMAGE_TAG",
+                    "SPARKWIRE_AGGREGATOR_IMAGE_REPOSITORY", "SPARKWIRE_AGGREGATOR_IMAGE_TAG", "SPARKWIRE_HELM",
+                    "SPARKWIRE_KUBECTL", "SPARKWIRE_SKAFFOLD", "SPARKWIRE_KIND_BIN", "SPARKWIRE_HELM_IMAGE_ARGS")
+
+PRODUCE_SECONDS = 60
+RESULTS_TIMEOUT = 300  # a lost driver: the operator's retry interval, a new driver pod, Spark's start
+
+
+# --- progress lines ---------------------------------------------------------------------------------------
+
+_pytest_config: pytest.Config | None = None
+_progress_lock = threading.Lock()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _pytest_config
+    _pytest_config = config
+
+
+def progress(message: str) -> None:
+    """A progress line shown while the test runs, also when pytest captures output (then it is in the
+    failure report as well): these tests take minutes, and a silent terminal looks like a hang."""
+    line = f"[kind {time.strftime('%H:%M:%S')}] {message}"
+    capture = _pytest_config.pluginmanager.getplugin("capturemanager") if _pytest_config is not None else None
+    with _progress_lock:
+        if capture is not None and capture.is_capturing():
+            with capture.global_and_fixture_disabled():
+                print(line, flush=True)
+        print(line, flush=True)
+
+
+# --- test order -------------------------------------------------------------------------------------------
+
+_MODULE_ORDER = {"test_kind_chaos.py": 0, "test_skaffold.py": 1, "test_helm_install.py": 2}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The modules of this folder in the order the module docstring explains, each module's tests in file
+    order; tests elsewhere keep their places (this hook sees the whole session's items)."""
+    slots = [i for i, item in enumerate(items) if item.path.parent == HERE]
+    ordered = sorted((items[i] for i in slots), key=lambda item: _MODULE_ORDER.get(item.path.name, 1))
+    for slot, item in zip(slots, ordered, strict=True):
+        items[slot] = item
 
 
 # --- is there a cluster to test? -------------------------------------------------------------------------
+
+
+def cannot_run(reason: str) -> NoReturn:
+    """Skip with the reason, or fail with it when SPARKWIRE_KIND_REQUIRED=1."""
+    if REQUIRED:
+        pytest.fail(f"{reason} [SPARKWIRE_KIND_REQUIRED=1: the kind tests fail instead of skipping]",
+                    pytrace=False)
+    pytest.skip(reason)
+
+
+def read_release_env(path: Path = RELEASE_ENV) -> dict[str, str] | None:
+    """The shell `KEY=value` lines `make kind-up` writes (quotes as the shell reads them), or None."""
+    if not path.is_file():
+        return None
+    values: dict[str, str] = {}
+    for number, raw in enumerate(path.read_text().splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.removeprefix("export ").partition("=")
+        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+            raise AssertionError(f"{path}:{number}: not a KEY=value line: {raw!r}")
+        values[key] = " ".join(shlex.split(value))
+    return values
+
+
+def kubectl_binary() -> str | None:
+    """kind-up's kubectl (the cluster's version) when release.env names it, else the one on PATH."""
+    configured = (read_release_env() or {}).get("SPARKWIRE_KUBECTL")
+    if configured and os.access(configured, os.X_OK):
+        return configured
+    return shutil.which("kubectl")
 
 
 @functools.cache
@@ -64,44 +165,137 @@ def unavailable() -> str | None:
     """Why the kind tests cannot run here, or None."""
     docker = shutil.which("docker")
     if docker is None:
-        return "no docker CLI: the kind e2e tests need a Docker engine and `bash tests/e2e/kind/up.sh`"
+        return "no docker CLI: the kind e2e tests need a Docker engine and the cluster of `make kind-up`"
     try:
         info = subprocess.run([docker, "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True,
                               timeout=30)
     except subprocess.TimeoutExpired:
-        return "no Docker engine: `docker info` timed out"
+        return "no Docker engine: `docker info` timed out (`make kind-up` starts one)"
     if info.returncode != 0:
         detail = (info.stderr.strip().splitlines() or ["?"])[-1]
-        return f"no Docker engine (`docker info`: {detail}): the kind e2e tests need one and tests/e2e/kind/up.sh"
+        return f"no Docker engine (`docker info`: {detail}): `make kind-up` starts one and creates the cluster"
     try:
         contexts, _active = k8s_config.list_kube_config_contexts()
     except (k8s_config.ConfigException, OSError) as error:
-        return f"no kubeconfig ({error}): run `bash tests/e2e/kind/up.sh`"
+        return f"no kubeconfig ({error}): run `make kind-up`"
     if CONTEXT not in {c["name"] for c in contexts}:
-        return f"no kind cluster: the kubeconfig has no context {CONTEXT!r}; run `bash tests/e2e/kind/up.sh`"
+        return f"no kind cluster: the kubeconfig has no context {CONTEXT!r}; run `make kind-up`"
     try:
         apps = k8s.AppsV1Api(k8s_config.new_client_from_config(context=CONTEXT))
         apps.read_namespaced_deployment(f"{FULLNAME}-gateway", NAMESPACE, _request_timeout=10)
     except ApiException as error:
-        return f"sparkwire is not deployed in {CONTEXT}/{NAMESPACE} ({error.status} {error.reason}): run up.sh"
+        return (f"sparkwire is not deployed in {CONTEXT}/{NAMESPACE} ({error.status} {error.reason}): "
+                "run `make kind-up`")
     except Exception as error:  # unreachable API server: urllib3 errors of many kinds
-        return f"the API server of {CONTEXT} does not answer ({type(error).__name__}: {error})"
-    if shutil.which("kubectl") is None:
-        return "kubectl is not on PATH: the kind tests port-forward to Redis with it"
+        return f"the API server of {CONTEXT} does not answer ({type(error).__name__}: {error}): run `make kind-up`"
+    if kubectl_binary() is None:
+        return "no kubectl (neither release.env's SPARKWIRE_KUBECTL nor on PATH): the tests port-forward to Redis"
     try:
-        urllib.request.urlopen(f"{HTTP}/healthz", timeout=5).close()
-    except urllib.error.HTTPError:
-        pass  # an answer from ingress-nginx: it is there (the gateway's /healthz is not routed)
+        http_get("/healthz")  # any answer will do: the gateway's /healthz is not routed, the controller's 404 is
     except OSError as error:
-        return f"no ingress at {HTTP} ({error}): up.sh installs ingress-nginx and enables the gateway Ingress"
+        return f"no ingress at {HTTP} ({error}): `make kind-up` installs Traefik and enables the gateway Ingress"
     return None
+
+
+_direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # the ingress is local: no proxy
+
+
+def http_get(path: str, host: str | None = None) -> tuple[int, str]:
+    """GET through the ingress; ``host`` is the Host header it routes by, when the Ingress names hosts."""
+    request = urllib.request.Request(f"{HTTP}{path}", headers={"Host": host} if host else {})
+    try:
+        with _direct.open(request, timeout=10) as response:
+            return int(response.status), response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode(errors="replace")
 
 
 @pytest.fixture(autouse=True, scope="session")
 def _kind_cluster_required() -> None:
     reason = unavailable()
     if reason is not None:
-        pytest.skip(reason)
+        cannot_run(reason)
+
+
+# --- the tools and images of `make kind-up` ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Tools:
+    """helm, skaffold, kind and kubectl, and the images, as `make kind-up` recorded them in release.env."""
+
+    values: dict[str, str]
+
+    def _binary(self, key: str) -> str:
+        path = self.values[key]
+        if not os.access(path, os.X_OK):
+            cannot_run(f"{key}={path} in {RELEASE_ENV} is not an executable: run `make kind-up`")
+        return path
+
+    @property
+    def helm_binary(self) -> str:
+        return self._binary("SPARKWIRE_HELM")
+
+    @property
+    def skaffold_binary(self) -> str:
+        return self._binary("SPARKWIRE_SKAFFOLD")
+
+    def env(self) -> dict[str, str]:
+        """This process's environment with all of release.env over it (skaffold's build reads some of it),
+        and the tools' folders first on PATH: skaffold calls helm, kind and kubectl by name."""
+        folders = [self.values["SPARKWIRE_KIND_BIN"], str(Path(self.values["SPARKWIRE_HELM"]).parent),
+                   str(Path(self.values["SPARKWIRE_KUBECTL"]).parent)]
+        env = {**os.environ, **self.values}
+        env["PATH"] = os.pathsep.join([*dict.fromkeys(folders), env.get("PATH", "")])
+        return env
+
+    def image_values(self) -> list[str]:
+        """Every image value kind-up installed the release with (its own images; on the offline cluster
+        also the Redis and Kafka stand-ins), as helm arguments."""
+        return shlex.split(self.values["SPARKWIRE_HELM_IMAGE_ARGS"])
+
+    def install_args(self) -> list[str]:
+        """`helm install` of the release as `make kind-up` does it: the kind values, the e2e values and the
+        images it built."""
+        return [RELEASE, str(CHART), "--namespace", NAMESPACE, "--values", str(KIND_VALUES),
+                "--values", str(E2E_VALUES), *self.image_values()]
+
+    def helm(self, *args: str, timeout: float) -> str:
+        """Runs helm on the cluster's context; its output, or an AssertionError carrying it."""
+        command = [self.helm_binary, "--kube-context", CONTEXT, *args]
+        shown = " ".join(args[:3])
+        progress(f"helm {shown} ...")
+        started = time.monotonic()
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=self.env(),
+                                  cwd=ROOT)
+        except subprocess.TimeoutExpired as expired:
+            raise AssertionError(f"`{shlex.join(command)}` did not finish within {timeout}s; output:\n"
+                                 f"{_text(expired.stdout)}{_text(expired.stderr)}") from None
+        if done.returncode != 0:
+            raise AssertionError(f"`{shlex.join(command)}` exited {done.returncode}:\n{done.stdout}{done.stderr}")
+        progress(f"helm {shown}: done in {time.monotonic() - started:.0f}s")
+        return done.stdout
+
+    def helm_status(self) -> dict[str, Any]:
+        status: dict[str, Any] = json.loads(self.helm("status", RELEASE, "--namespace", NAMESPACE, "--output",
+                                                      "json", timeout=60))
+        return status
+
+
+def _text(output: str | bytes | None) -> str:
+    return output.decode(errors="replace") if isinstance(output, bytes) else (output or "")
+
+
+@pytest.fixture(scope="session")
+def tools() -> Tools:
+    values = read_release_env()
+    if values is None:
+        cannot_run(f"no {RELEASE_ENV}: `make kind-up` writes it (the tools and images of the cluster)")
+    missing = [key for key in RELEASE_ENV_KEYS if not values.get(key)]
+    if missing:
+        cannot_run(f"{RELEASE_ENV} lacks {missing}: run `make kind-up` again")
+    return Tools(values)
 
 
 # --- the cluster ------------------------------------------------------------------------------------------
@@ -117,6 +311,7 @@ class Kube:
 
     def note(self, what: str) -> None:
         self.events.append(f"{time.strftime('%H:%M:%S')} {what}")
+        progress(what)
 
     def pods(self, selector: str) -> list[k8s.V1Pod]:
         items: list[k8s.V1Pod] = self.core.list_namespaced_pod(NAMESPACE, label_selector=selector).items
@@ -129,26 +324,48 @@ class Kube:
         self.core.delete_namespaced_pod(name, NAMESPACE, grace_period_seconds=grace_seconds)
         self.note(f"deleted pod {name} (grace {grace_seconds if grace_seconds is not None else 'default'})")
 
+    def running(self, selector: str) -> list[k8s.V1Pod]:
+        return [p for p in self.pods(selector)
+                if p.status.phase == "Running" and p.metadata.deletion_timestamp is None]
+
     def driver(self) -> k8s.V1Pod | None:
-        running = [p for p in self.pods(DRIVER_SELECTOR)
-                   if p.status.phase == "Running" and p.metadata.deletion_timestamp is None]
+        running = self.running(DRIVER_SELECTOR)
         return running[0] if running else None
 
-    def wait_for_driver(self, *, not_uid: str | None, timeout: float) -> k8s.V1Pod:
-        """A running driver pod other than ``not_uid`` (the operator resubmits after a driver is lost)."""
+    def wait_for_driver(self, *, not_uid: str | None, timeout: float, image: str | None = None) -> k8s.V1Pod:
+        """A running driver pod other than ``not_uid`` (the operator resubmits after a driver is lost), and
+        running ``image`` when given (the operator replaces the driver after the application changed)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             pod = self.driver()
-            if pod is not None and pod.metadata.uid != not_uid:
+            if pod is not None and pod.metadata.uid != not_uid and (
+                    image is None or image in {c.image for c in pod.spec.containers}):
                 return pod
             time.sleep(2)
         app = self.spark_application()
-        raise AssertionError(f"no new driver within {timeout}s; application state {app.get('status', {})}")
+        raise AssertionError(f"no new driver{f' on {image}' if image else ''} within {timeout}s; "
+                             f"application state {app.get('status', {})}")
+
+    def wait_for_spark_pods(self, timeout: float) -> tuple[k8s.V1Pod, list[k8s.V1Pod]]:
+        """The driver and its executors running, as the operator started them."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            driver, executors = self.driver(), self.running(EXECUTOR_SELECTOR)
+            if driver is not None and executors:
+                return driver, executors
+            time.sleep(3)
+        spark_pods = self.pods(f"sparkoperator.k8s.io/app-name={FULLNAME}-aggregator")
+        pods = {p.metadata.name: p.status.phase for p in spark_pods}
+        raise AssertionError(f"no running driver and executor within {timeout}s: pods {pods}, "
+                             f"application status {self.spark_application().get('status', {})}")
 
     def spark_application(self) -> dict[str, Any]:
         app: dict[str, Any] = self.custom.get_namespaced_custom_object(
             "sparkoperator.k8s.io", "v1beta2", NAMESPACE, "sparkapplications", f"{FULLNAME}-aggregator")
         return app
+
+    def gateway_deployment(self) -> k8s.V1Deployment:
+        return self.apps.read_namespaced_deployment(f"{FULLNAME}-gateway", NAMESPACE)
 
     def roll_gateways(self) -> None:
         """What `kubectl rollout restart` does: a new pod-template annotation."""
@@ -157,13 +374,16 @@ class Kube:
         self.apps.patch_namespaced_deployment(f"{FULLNAME}-gateway", NAMESPACE, body)
         self.note(f"rolling the gateways ({stamp})")
 
+    def rolled_out(self) -> bool:
+        d = self.gateway_deployment()
+        s = d.status
+        return bool((s.observed_generation or 0) >= d.metadata.generation and s.updated_replicas == d.spec.replicas
+                    and s.available_replicas == d.spec.replicas and (s.replicas or 0) == d.spec.replicas)
+
     def wait_rolled_out(self, timeout: float = 300) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            d = self.apps.read_namespaced_deployment(f"{FULLNAME}-gateway", NAMESPACE)
-            s = d.status
-            if ((s.observed_generation or 0) >= d.metadata.generation and s.updated_replicas == d.spec.replicas
-                    and s.available_replicas == d.spec.replicas and (s.replicas or 0) == d.spec.replicas):
+            if self.rolled_out():
                 self.note("gateways rolled out")
                 return
             time.sleep(2)
@@ -176,12 +396,54 @@ class Kube:
                 raise AssertionError(f"fewer than {count} ready pods for {selector} after {timeout}s")
             time.sleep(2)
 
+    def unready_pods(self, selector: str) -> dict[str, str]:
+        """Pods of ``selector`` that are neither Ready nor finished (a hook Job's pod is done, not unready)."""
+        return {p.metadata.name: f"{p.status.phase}, deleting" if p.metadata.deletion_timestamp else p.status.phase
+                for p in self.pods(selector)
+                if p.status.phase != "Succeeded" and (p.metadata.deletion_timestamp is not None or not _ready(p))}
+
+    def wait_all_ready(self, selector: str, timeout: float) -> list[k8s.V1Pod]:
+        deadline = time.monotonic() + timeout
+        while (unready := self.unready_pods(selector)) and time.monotonic() < deadline:
+            time.sleep(3)
+        assert not unready, f"pods not Ready after {timeout}s: {unready}"
+        return self.ready_pods(selector)
+
+    def wait_no_pods(self, selector: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while (left := [p.metadata.name for p in self.pods(selector)]) and time.monotonic() < deadline:
+            time.sleep(3)
+        assert not left, f"pods still there {timeout}s after the uninstall: {left}"
+
+    def claims(self, selector: str) -> list[k8s.V1PersistentVolumeClaim]:
+        items: list[k8s.V1PersistentVolumeClaim] = self.core.list_namespaced_persistent_volume_claim(
+            NAMESPACE, label_selector=selector).items
+        return items
+
+    def delete_leftovers(self, selector: str, timeout: float) -> None:
+        """Deletes what an uninstall leaves behind — the claims (the StatefulSets' and those the chart keeps)
+        and the Secrets the chart keeps — and waits until the claims are gone (each is held until no pod
+        mounts it)."""
+        for secret in self.core.list_namespaced_secret(NAMESPACE, label_selector=selector).items:
+            self.core.delete_namespaced_secret(secret.metadata.name, NAMESPACE)
+            self.note(f"deleted secret {secret.metadata.name}")
+        for claim in self.claims(selector):
+            self.core.delete_namespaced_persistent_volume_claim(claim.metadata.name, NAMESPACE)
+            self.note(f"deleted claim {claim.metadata.name}")
+        deadline = time.monotonic() + timeout
+        while (left := [c.metadata.name for c in self.claims(selector)]) and time.monotonic() < deadline:
+            time.sleep(2)
+        assert not left, f"claims not deleted within {timeout}s: {left}"
+
     def secret_value(self, name: str, keys: tuple[str, ...]) -> str:
         data = self.core.read_namespaced_secret(name, NAMESPACE).data or {}
         for key in keys:
             if key in data:
                 return base64.b64decode(data[key]).decode()
         raise AssertionError(f"secret {name} has none of {keys}: {sorted(data)}")
+
+    def redis_password(self) -> str:
+        return self.secret_value(f"{FULLNAME}-redis", ("password", "redis-password"))
 
 
 def _ready(pod: k8s.V1Pod) -> bool:
@@ -211,19 +473,23 @@ class Release:
         return f"{HTTP.replace('http', 'ws', 1)}/ws?stream={self.stream}"
 
 
-@pytest.fixture(scope="session")
-def release(kube: Kube) -> Release:
+def read_release(kube: Kube) -> Release:
     app = kube.spark_application()
     [driver] = [c for c in app["spec"]["driver"]["template"]["spec"]["containers"]
                 if c["name"] == "spark-kubernetes-driver"]
     env = {e["name"]: e.get("value") for e in driver.get("env", [])}
-    gateway = kube.apps.read_namespaced_deployment(f"{FULLNAME}-gateway", NAMESPACE)
+    gateway = kube.gateway_deployment()
     return Release(
         stream=env["SPARKWIRE_STREAM"], bootstrap_servers=env["SPARKWIRE_BOOTSTRAP_SERVERS"],
         topic=env["SPARKWIRE_TOPIC"], window_ms=int(env["SPARKWIRE_WINDOW_MS"]),
         delay_ms=int(env["SPARKWIRE_WATERMARK_DELAY_MS"]),
         gateway_image=gateway.spec.template.spec.containers[0].image, gateway_replicas=gateway.spec.replicas,
     )
+
+
+@pytest.fixture(scope="session")
+def release(kube: Kube) -> Release:
+    return read_release(kube)
 
 
 # --- Redis through a port-forward ------------------------------------------------------------------------
@@ -244,8 +510,8 @@ class PortForward:
 
     def start(self, timeout: float = 30) -> int:
         self.stop()
-        command = ["kubectl", "--context", CONTEXT, "-n", NAMESPACE, "port-forward", "--address", "127.0.0.1",
-                   self.target, f":{self.remote_port}"]
+        command = [kubectl_binary() or "kubectl", "--context", CONTEXT, "-n", NAMESPACE, "port-forward",
+                   "--address", "127.0.0.1", self.target, f":{self.remote_port}"]
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self._process = process
         lines: queue.Queue[str] = queue.Queue()
@@ -281,8 +547,8 @@ class RedisLink:
     """The release's Redis, reached through a port-forward that is re-opened after the pod is replaced."""
 
     def __init__(self, kube: Kube) -> None:
-        self.password = kube.secret_value(f"{FULLNAME}-redis", ("password", "redis-password"))
-        self.forward = PortForward(f"pod/{FULLNAME}-redis-0", 6379)
+        self.password = kube.redis_password()
+        self.forward = PortForward(f"pod/{REDIS_POD}", 6379)
 
     def call(self, action: Callable[[redis_lib.Redis], Any], timeout: float = 120) -> Any:
         deadline = time.monotonic() + timeout
@@ -304,6 +570,10 @@ class RedisLink:
     def log(self, stream: str) -> list[Entry]:
         entries: list[Entry] = self.call(lambda r: list(ReplayLogReader(r, stream).iter_all()))
         return entries
+
+    def meta(self, stream: str) -> StreamMeta:
+        meta: StreamMeta = self.call(lambda r: ReplayLogReader(r, stream).meta())
+        return meta
 
     def close(self) -> None:
         self.forward.stop()
@@ -523,3 +793,44 @@ def wait_for_results(redis_link: RedisLink, release: Release, production: Produc
             return
         time.sleep(3)
     raise AssertionError(f"{len(missing)} of {len(wanted)} expected results not committed after {timeout}s")
+
+
+# --- one run: clients, a production, faults; then the exactly-once checks ---------------------------------
+
+
+def scenario(kube: Kube, redis_link: RedisLink, release: Release, faults: FaultLoop | None,
+             after: Callable[[], None] = lambda: None, *, seconds: float = PRODUCE_SECONDS,
+             clients: int = CLIENTS, results_timeout: float = RESULTS_TIMEOUT) -> tuple[list[Tracked], Production]:
+    """``clients`` connect; a producer runs for ``seconds`` with ``faults``; ``after()`` (e.g. wait for a
+    new driver); then every expected result is committed and every client has caught up."""
+    kube.wait_ready(GATEWAY_SELECTOR, release.gateway_replicas)
+    assert kube.driver() is not None, f"no running driver ({DRIVER_SELECTOR})"
+    production = new_production(release, seconds, redis_link.log(release.stream))
+
+    def during() -> None:
+        progress(f"{clients} clients connected; producing {production.count} events over {seconds:.0f}s")
+        start_producer(kube, release, production)
+        if faults is None:
+            wait_producer(kube, production, timeout=seconds + 120)
+        else:
+            with faults:
+                wait_producer(kube, production, timeout=seconds + 120)
+        progress("producer done")
+        after()
+        wait_for_results(redis_link, release, production, timeout=results_timeout)
+        progress("every expected result committed; waiting for the clients to catch up")
+
+    def head() -> int:
+        log = redis_link.log(release.stream)
+        return log[-1].seq if log else 0
+
+    tracked = asyncio.run(run_clients(clients, release.ws_url, during, head))
+    return tracked, production
+
+
+def check(clients: list[Tracked], production: Production, redis_link: RedisLink, release: Release,
+          kube: Kube) -> None:
+    log = redis_link.log(release.stream)
+    assert_log_exactly_once(log, production, release)
+    assert_clients_exactly_once(clients, log, kube.events)
+    progress(f"exactly once: {len(clients)} clients, {len(log)} entries in the stream")

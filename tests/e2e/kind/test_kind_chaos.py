@@ -1,75 +1,35 @@
 """Chaos on the kind cluster: while events flow through Kafka, the Spark aggregator and the gateways to
 running clients, gateway pods are deleted, the gateway Deployment is rolled, the Spark driver pod and the
-Redis pod are deleted. Afterwards every client holds exactly the stream's entries after its snapshot, in
+Redis pod are deleted — one kind of fault per test, then all of them in one run — and the release is
+upgraded with helm. Afterwards every client holds exactly the stream's entries after its snapshot, in
 order, with no duplicate or gap, and the stream holds this run's window results exactly once — the same
 assertions as tests/e2e/local, on the real deployment."""
 
 from __future__ import annotations
 
-import asyncio
 import random
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 
 import pytest
 
 from ..local.conftest import FaultLoop
 from .conftest import (
-    CLIENTS,
-    DRIVER_SELECTOR,
-    FULLNAME,
+    CHART,
     GATEWAY_SELECTOR,
+    NAMESPACE,
+    REDIS_POD,
+    REDIS_SELECTOR,
     RELEASE,
     Kube,
-    Production,
     RedisLink,
     Release,
-    Tracked,
-    assert_clients_exactly_once,
-    assert_log_exactly_once,
-    new_production,
-    run_clients,
-    start_producer,
-    wait_for_results,
-    wait_producer,
+    Tools,
+    check,
+    scenario,
 )
 
 pytestmark = pytest.mark.slow
-
-PRODUCE_SECONDS = 60
-RESULTS_TIMEOUT = 300  # a lost driver: the operator's retry interval, a new driver pod, Spark's start
-
-
-def scenario(kube: Kube, redis_link: RedisLink, release: Release, faults: FaultLoop | None,
-             after: Callable[[], None] = lambda: None) -> tuple[list[Tracked], Production]:
-    """Clients connect; a producer runs for PRODUCE_SECONDS with ``faults``; ``after()`` (e.g. wait for a
-    new driver); then every expected result is committed and every client has caught up."""
-    kube.wait_ready(GATEWAY_SELECTOR, release.gateway_replicas)
-    assert kube.driver() is not None, f"no running driver ({DRIVER_SELECTOR})"
-    production = new_production(release, PRODUCE_SECONDS, redis_link.log(release.stream))
-
-    def during() -> None:
-        start_producer(kube, release, production)
-        if faults is None:
-            wait_producer(kube, production, timeout=PRODUCE_SECONDS + 120)
-        else:
-            with faults:
-                wait_producer(kube, production, timeout=PRODUCE_SECONDS + 120)
-        after()
-        wait_for_results(redis_link, release, production, timeout=RESULTS_TIMEOUT)
-
-    def head() -> int:
-        log = redis_link.log(release.stream)
-        return log[-1].seq if log else 0
-
-    clients = asyncio.run(run_clients(CLIENTS, release.ws_url, during, head))
-    return clients, production
-
-
-def check(clients: list[Tracked], production: Production, redis_link: RedisLink, release: Release,
-          kube: Kube) -> None:
-    log = redis_link.log(release.stream)
-    assert_log_exactly_once(log, production, release)
-    assert_clients_exactly_once(clients, log, kube.events)
 
 
 def test_baseline_without_faults(kube: Kube, redis_link: RedisLink, release: Release) -> None:
@@ -143,13 +103,141 @@ def test_redis_pod_deleted(kube: Kube, redis_link: RedisLink, release: Release) 
         if next(done, None) is None:
             return
         # Graceful: Redis writes its AOF on SIGTERM and the StatefulSet brings it back on the same volume.
-        kube.delete_pod(f"{FULLNAME}-redis-0")
+        kube.delete_pod(REDIS_POD)
 
     faults = FaultLoop(delete_redis, every=20.0)
     clients, production = scenario(
         kube, redis_link, release, faults,
-        after=lambda: kube.wait_ready(f"app.kubernetes.io/instance={RELEASE},app.kubernetes.io/component=redis", 1))
+        after=lambda: kube.wait_ready(REDIS_SELECTOR, 1))
 
     assert faults.count >= 1, kube.events
     check(clients, production, redis_link, release, kube)
 
+
+class StaggeredFaults:
+    """One fault per tick, in the order given, round after round. A step whose target is not back from its
+    last fault (no running driver yet, fewer than two ready gateways, Redis still loading) is passed over
+    for that round rather than waited for, so the faults keep their spacing; ``done`` lists what was
+    injected."""
+
+    def __init__(self, kube: Kube, steps: list[tuple[str, Callable[[], bool]]]) -> None:
+        self.kube = kube
+        self.steps = steps
+        self.done: list[str] = []
+        self._tick = 0
+
+    def __call__(self) -> None:
+        name, inject = self.steps[self._tick % len(self.steps)]
+        self._tick += 1
+        if inject():
+            self.done.append(name)
+        else:
+            self.kube.note(f"{name}: not back from its last fault, passed over this round")
+
+
+@pytest.mark.timeout(1200)
+def test_every_fault_in_one_run(kube: Kube, redis_link: RedisLink, release: Release) -> None:
+    rng = random.Random(13)
+    deleted_drivers: list[str] = []
+
+    # Every deletion with no grace: the pod object is gone at once (its replacement starts right away) and
+    # the kubelet gives its containers no time to stop (no preStop sleep, no drain), as when a node fails.
+    def delete_driver() -> bool:
+        driver = kube.driver()
+        if driver is None:
+            return False
+        deleted_drivers.append(driver.metadata.uid)
+        kube.delete_pod(driver.metadata.name, grace_seconds=0)
+        return True
+
+    def delete_gateway() -> bool:
+        pods = kube.ready_pods(GATEWAY_SELECTOR)
+        if len(pods) < 2:
+            return False  # never every pod at once
+        kube.delete_pod(rng.choice(pods).metadata.name, grace_seconds=0)
+        return True
+
+    def delete_redis() -> bool:
+        if not kube.ready_pods(REDIS_SELECTOR):
+            return False
+        kube.delete_pod(REDIS_POD, grace_seconds=0)
+        return True
+
+    staggered = StaggeredFaults(kube, [("driver", delete_driver), ("gateway", delete_gateway),
+                                       ("redis", delete_redis)])
+    # 12 s apart: the first round (driver, gateway, Redis) lands while the producer runs, and a second one
+    # as far as the production lasts and the targets are back.
+    faults = FaultLoop(staggered, every=12.0)
+
+    def recovered() -> None:
+        last_driver = deleted_drivers[-1] if deleted_drivers else None
+        kube.note(f"new driver {kube.wait_for_driver(not_uid=last_driver, timeout=240).metadata.name}")
+        kube.wait_ready(REDIS_SELECTOR, 1)
+        kube.wait_ready(GATEWAY_SELECTOR, release.gateway_replicas)
+
+    # A driver restart or two and a Redis restart before every result is in: more time than one fault needs.
+    clients, production = scenario(kube, redis_link, release, faults, after=recovered, results_timeout=420)
+
+    assert {"driver", "gateway", "redis"} <= set(staggered.done), kube.events
+    check(clients, production, redis_link, release, kube)
+    state = kube.spark_application().get("status", {}).get("applicationState", {}).get("state")
+    assert state == "RUNNING", state
+    assert sum(c.client.stats().reconnects for c in clients) > 0, "the deletions must have cut connections"
+
+
+UPGRADE_ANNOTATION = "sparkwire.io/upgraded-at"
+UPGRADE_VALUE = r"gateway.podAnnotations.sparkwire\.io/upgraded-at"  # helm --set: an unescaped "." nests
+
+
+@pytest.fixture
+def release_restored_afterwards(tools: Tools, kube: Kube) -> Iterator[int]:
+    """The release's revision before the test; afterwards, when the test changed it, `helm rollback` to it,
+    so later tests see the release as installed (the gateways roll back to pods without the annotation)."""
+    revision = int(tools.helm_status()["version"])
+    yield revision
+    if int(tools.helm_status()["version"]) == revision:
+        return
+    tools.helm("rollback", RELEASE, str(revision), "--namespace", NAMESPACE, "--wait", "--timeout", "5m",
+               timeout=420)
+    kube.wait_rolled_out()
+    annotated = [p.metadata.name for p in kube.ready_pods(GATEWAY_SELECTOR)
+                 if UPGRADE_ANNOTATION in (p.metadata.annotations or {})]
+    assert not annotated, f"gateway pods still carry {UPGRADE_ANNOTATION} after the rollback: {annotated}"
+
+
+@pytest.mark.timeout(1200)
+def test_helm_upgrade_under_load(kube: Kube, redis_link: RedisLink, release: Release, tools: Tools,
+                                 release_restored_afterwards: int) -> None:
+    # A pod annotation through the chart's gateway.podAnnotations: a change of the pod template, so helm
+    # rolls every gateway, and nothing else of the release changes (the driver keeps running).
+    stamp = str(int(time.time()))
+    upgrade_args = [RELEASE, str(CHART), "--namespace", NAMESPACE, "--reuse-values",
+                    "--set-string", f"{UPGRADE_VALUE}={stamp}",
+                    *tools.image_values(), "--wait", "--timeout", "5m"]
+    pods_before = {p.metadata.name for p in kube.pods(GATEWAY_SELECTOR)}
+    failures: list[AssertionError] = []
+    upgrades = iter(range(1))
+
+    def upgrade() -> None:
+        if next(upgrades, None) is None:
+            return
+        kube.note(f"helm upgrade --reuse-values: gateway pod annotation {UPGRADE_ANNOTATION}={stamp}")
+        try:
+            tools.helm("upgrade", *upgrade_args, timeout=420)
+        except AssertionError as error:  # the fault thread would swallow it
+            failures.append(error)
+            return
+        kube.note("helm upgrade done")
+
+    faults = FaultLoop(upgrade, every=10.0)
+    clients, production = scenario(kube, redis_link, release, faults, after=kube.wait_rolled_out)
+
+    assert not failures, failures[0]
+    assert int(tools.helm_status()["version"]) == release_restored_afterwards + 1
+    pods_after = kube.ready_pods(GATEWAY_SELECTOR)
+    assert len(pods_after) == release.gateway_replicas
+    assert all((p.metadata.annotations or {}).get(UPGRADE_ANNOTATION) == stamp for p in pods_after), (
+        {p.metadata.name: p.metadata.annotations for p in pods_after})
+    assert not pods_before & {p.metadata.name for p in pods_after}, "every gateway pod must have been replaced"
+    check(clients, production, redis_link, release, kube)
+    assert sum(c.client.stats().closes.get(1001, 0) for c in clients) > 0, "drained pods close with going_away"
