@@ -166,9 +166,10 @@ def test_images_and_port_forward_target_match_the_rendered_chart(config: dict[st
     assert "sparkwire-gateway:0123abcd" in images.get("Deployment", set()), images
     assert "sparkwire-aggregator:0123abcd" in images.get("SparkApplication", set()), images
 
-    if values_files:  # kind + e2e: the clients of tests/e2e/kind come in through ingress-nginx
+    if values_files:  # kind + e2e: the clients of tests/e2e/kind come in through the cluster's Traefik
         [ingress] = [o for o in objects if o["kind"] == "Ingress"]
-        assert ingress["spec"]["ingressClassName"] == "nginx"
+        assert ingress["spec"]["ingressClassName"] == "traefik"
+        assert not any(k.startswith("nginx.") for k in ingress["metadata"].get("annotations") or {})
         backends = {path["path"]: path["backend"]["service"]["name"]
                     for rule in ingress["spec"]["rules"] for path in rule["http"]["paths"]}
         assert backends.get("/ws") == "sparkwire-gateway", backends
