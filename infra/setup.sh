@@ -40,11 +40,12 @@ step_venv() {
 }
 
 step_apt() {
-  header "System packages: redis-server, nginx, chromium (browser client test)"
+  header "System packages: redis-server, nginx, chromium (browser client test), shellcheck (infra scripts)"
   local missing=()
   command -v redis-server >/dev/null || missing+=(redis-server)
   command -v nginx >/dev/null || [[ -x /usr/sbin/nginx ]] || missing+=(nginx)
   command -v chromium >/dev/null || missing+=(chromium)
+  command -v shellcheck >/dev/null || missing+=(shellcheck)
   if ((${#missing[@]} == 0)); then
     echo "already installed"; return
   fi

@@ -28,6 +28,7 @@ build() {
   local group="$1" pins="$2"; shift 2
   local fp missing=0 out start
   want "$group" || return 0
+  # shellcheck disable=SC2086  # $pins: a space-separated list of files
   fp="$(cat $pins <(echo "$*") "${BASH_SOURCE[0]}" | sha256sum | cut -d' ' -f1)"
   for out in $outputs; do [[ -x "$BIN/$out" ]] || missing=1; done
   if ((missing == 0)) && fresh "bin-$group" "$fp"; then
@@ -82,7 +83,7 @@ traefik() {
 pause() {
   local src
   src="$(go_module_dir "k8s.io/kubernetes@$KUBERNETES_VERSION")"
-  gcc -Os -Wall -Werror -static -DVERSION=v$PAUSE_VERSION -o "$BIN/pause" "$src/build/pause/linux/pause.c"
+  gcc -Os -Wall -Werror -static "-DVERSION=v$PAUSE_VERSION" -o "$BIN/pause" "$src/build/pause/linux/pause.c"
 }
 
 header "Go binaries for the offline kind cluster -> ${BIN#"$ROOT"/}"

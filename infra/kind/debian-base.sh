@@ -20,6 +20,7 @@ if ((${#extra_cas[@]})); then
   mkdir -p "$work/cas" && cp "${extra_cas[@]}" "$work/cas/"
   hooks+=(--customize-hook="mkdir -p \"\$1/usr/local/share/ca-certificates\"; cp $work/cas/*.crt \"\$1/usr/local/share/ca-certificates/\"; chroot \"\$1\" update-ca-certificates")
 fi
+# shellcheck disable=SC2016  # "$1" is the hook's argument (the rootfs), expanded by mmdebstrap's shell
 mmdebstrap --variant=minbase --include=ca-certificates "${hooks[@]}" \
   --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*.bin' \
   "$SUITE" "$work/rootfs.tar" \

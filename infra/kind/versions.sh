@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034  # sourced: the variables are used by the scripts that source it
 # Versions and image names of the offline kind cluster (sourced by infra/kind/*.sh). The Go module pins are
 # in infra/kind/go/*/go.mod; these must agree with them (tests/deploy/test_kind_files.py checks).
 KUBERNETES_VERSION=v1.34.4

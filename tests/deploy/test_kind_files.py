@@ -100,7 +100,9 @@ def test_shell_scripts_parse_and_are_strict(script: Path) -> None:
     assert text.startswith("#!/usr/bin/env bash\n") and "set -euo pipefail" in text
     assert os.access(script, os.X_OK), f"{script} is not executable"
     if shutil.which("shellcheck"):
-        checked = subprocess.run(["shellcheck", str(script)], capture_output=True, text=True, timeout=60)
+        # -x from the repository root: the scripts' `source` directives name files relative to it.
+        checked = subprocess.run(["shellcheck", "-x", str(script)], capture_output=True, text=True, timeout=60,
+                                 cwd=REPO)
         assert checked.returncode == 0, checked.stdout
 
 
