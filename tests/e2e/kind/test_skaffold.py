@@ -201,9 +201,13 @@ def test_skaffold_dev_redeploys_a_changed_page(kube: Kube, tools: Tools, page_re
 
         PAGE.write_bytes(page_restored + f"<!-- {marker} -->\n".encode())
         edited = ready + 1
-        dev.wait_for(re.compile(r"Build \[sparkwire-gateway\] succeeded"), after=edited, timeout=DEV_DEPLOY_TIMEOUT)
+        rebuilt = dev.wait_for(re.compile(r"Build \[sparkwire-gateway\] succeeded"), after=edited,
+                               timeout=DEV_DEPLOY_TIMEOUT)
         served_by_every_pod(kube, dev, marker, image_before, after=edited, timeout=DEV_DEPLOY_TIMEOUT)
         progress("the new gateway pods serve the changed page through the ingress")
+        # The pods can serve the change before skaffold's `helm upgrade` has returned; stopped before
+        # that, skaffold cancels the upgrade and the release is left `failed` (seen on the first run).
+        dev.wait_for(re.compile(r"Watching for changes"), after=rebuilt, timeout=DEV_DEPLOY_TIMEOUT)
     finally:
         code = dev.stop()
         progress(f"skaffold dev stopped ({code})")
