@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by infra/setup.sh and infra/kind/*.sh (sourced): step headers and the stamps that let an idempotent
 # step skip its work while the fingerprint of its inputs is unchanged. Needs CACHE set by the caller.
 
@@ -33,4 +34,10 @@ docker_build() {
   ((status == 0)) || cat "$log" >&2
   rm -f "$log"
   return "$status"
+}
+
+# image_fresh TAG FINGERPRINT : does the local image TAG carry the label sparkwire.inputs=FINGERPRINT? Images
+# are shared by every checkout on the machine, so their freshness is kept on the image, not in a stamp.
+image_fresh() {
+  [[ "$(docker image inspect --format '{{ index .Config.Labels "sparkwire.inputs" }}' "$1" 2>/dev/null)" == "$2" ]]
 }

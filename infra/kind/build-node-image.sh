@@ -3,7 +3,7 @@
 # (build-images.sh) + kubeadm, kubelet and kubectl + every image kubeadm and kind start, imported into the
 # node's containerd (pinned, so the kubelet never garbage-collects them), + the default CNI and storage
 # manifests kind applies at cluster creation. Skipped while its inputs (the images' IDs, the binaries, the
-# manifests, this script) are unchanged.
+# manifests, this script) are unchanged: their fingerprint is the image's label sparkwire.inputs.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 CACHE="${SPARKWIRE_CACHE:-$ROOT/.cache}"
@@ -43,7 +43,7 @@ inputs="$(
   sha256sum "$BIN"/{kubeadm,kubelet,kubectl} "$HERE/node/ptp-cni.yaml" "$HERE/versions.sh" "${BASH_SOURCE[0]}"
 )"
 fp="$(sha256sum <<<"$inputs" | cut -d' ' -f1)"
-if fresh node-image "$fp" && docker image inspect "$NODE_IMAGE" >/dev/null 2>&1; then
+if image_fresh "$NODE_IMAGE" "$fp"; then
   echo "  $NODE_IMAGE: up to date"; exit 0
 fi
 
@@ -63,6 +63,6 @@ for img in "${PRELOADED[@]}"; do
 done
 docker exec "$builder" sh -c 'pkill containerd; sleep 2; rm -f /tmp/containerd.log'
 docker commit --change 'ENTRYPOINT [ "/usr/local/bin/entrypoint", "/sbin/init" ]' \
-  --change 'ENV HTTP_PROXY="" HTTPS_PROXY="" NO_PROXY=""' "$builder" "$NODE_IMAGE" >/dev/null
-stamp node-image "$fp"
+  --change 'ENV HTTP_PROXY="" HTTPS_PROXY="" NO_PROXY=""' --change "LABEL sparkwire.inputs=$fp" \
+  "$builder" "$NODE_IMAGE" >/dev/null
 echo "  $NODE_IMAGE ($(($(uptime_s) - start)) s)"

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The Debian base image every offline image starts from: `docker import` of a minbase rootfs made by
-# mmdebstrap from Debian's packages (no image registry needed). Usage: debian-base.sh IMAGE_TAG
+# mmdebstrap from Debian's packages (no image registry needed). Usage: debian-base.sh IMAGE_TAG [INPUTS]
 #
 # The machine's own extra CA certificates (/usr/local/share/ca-certificates, e.g. a TLS-inspecting egress
 # proxy's) are trusted inside the image, and pip is pointed at the system bundle, so that builds on top of
 # it reach PyPI and Maven Central the way the host does. On a machine without extra CAs nothing is added.
+# INPUTS (optional) is recorded as the label sparkwire.inputs, which kind-up.sh checks before rebuilding.
 set -euo pipefail
 TAG="$1"
+INPUTS="${2:-}"
 SUITE=bookworm
 MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 SECURITY="${DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}"
@@ -28,5 +30,5 @@ mmdebstrap --variant=minbase --include=ca-certificates "${hooks[@]}" \
 docker import \
   --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
   --change 'ENV PIP_CERT=/etc/ssl/certs/ca-certificates.crt SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt' \
-  --change 'CMD ["/bin/bash"]' \
+  --change 'CMD ["/bin/bash"]' --change "LABEL sparkwire.inputs=$INPUTS" \
   "$work/rootfs.tar" "$TAG"

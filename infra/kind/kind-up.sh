@@ -55,11 +55,10 @@ timed k8s-tools bash "$ROOT/infra/k8s-tools.sh"
 if [[ "$mode" == offline ]]; then
   header "Debian base image $DEBIAN_IMAGE (mmdebstrap)"
   fp="$(fingerprint "$HERE/debian-base.sh")"
-  if fresh debian-base "$fp" && docker image inspect "$DEBIAN_IMAGE" >/dev/null 2>&1; then
+  if image_fresh "$DEBIAN_IMAGE" "$fp"; then
     echo "up to date"
   else
-    timed debian-base bash "$HERE/debian-base.sh" "$DEBIAN_IMAGE"
-    stamp debian-base "$fp"
+    timed debian-base bash "$HERE/debian-base.sh" "$DEBIAN_IMAGE" "$fp"
   fi
   timed binaries bash "$HERE/build-binaries.sh"
   timed images bash "$HERE/build-images.sh"
