@@ -6,17 +6,10 @@
 # and below; each group is skipped while its stamp matches. A cold build takes ~25 min on 2 cores (the
 # figures per group are in infra/kind/README.md), mostly kube-apiserver and Traefik.
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-CACHE="${SPARKWIRE_CACHE:-$ROOT/.cache}"
-# shellcheck source=infra/lib.sh
-source "$ROOT/infra/lib.sh"
-HERE="$ROOT/infra/kind"
-BIN="$CACHE/kind/bin"
+# shellcheck source=infra/kind/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 mkdir -p "$BIN"
 export CGO_ENABLED=0 GOFLAGS=-buildvcs=false
-
-# shellcheck source=infra/kind/versions.sh
-source "$HERE/versions.sh"
 
 # Groups to build: the arguments (e.g. `kind kubectl skaffold` where the published images are used), or all.
 WANT=("$@")

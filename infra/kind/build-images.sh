@@ -8,15 +8,9 @@
 #      it would try to pull what it is not given).
 # Each image is rebuilt only when its inputs changed (Docker's layer cache; the node image by a stamp).
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-CACHE="${SPARKWIRE_CACHE:-$ROOT/.cache}"
-# shellcheck source=infra/lib.sh
-source "$ROOT/infra/lib.sh"
-HERE="$ROOT/infra/kind"
-BIN="$CACHE/kind/bin"
+# shellcheck source=infra/kind/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 CTX="$CACHE/kind/ctx"
-# shellcheck source=infra/kind/versions.sh
-source "$HERE/versions.sh"
 
 # image TAG DOCKERFILE CONTEXT [docker build args...]
 image() {

@@ -5,14 +5,8 @@
 # manifests kind applies at cluster creation. Skipped while its inputs (the images' IDs, the binaries, the
 # manifests, this script) are unchanged: their fingerprint is the image's label sparkwire.inputs.
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-CACHE="${SPARKWIRE_CACHE:-$ROOT/.cache}"
-# shellcheck source=infra/lib.sh
-source "$ROOT/infra/lib.sh"
-HERE="$ROOT/infra/kind"
-BIN="$CACHE/kind/bin"
-# shellcheck source=infra/kind/versions.sh
-source "$HERE/versions.sh"
+# shellcheck source=infra/kind/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 PRELOADED=(
   "registry.k8s.io/kube-apiserver:$KUBERNETES_VERSION" "registry.k8s.io/kube-controller-manager:$KUBERNETES_VERSION"

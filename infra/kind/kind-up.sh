@@ -16,14 +16,8 @@
 # answers). SPARKWIRE_KIND_SKIP_RELEASE=1 stops after the operator (skaffold installs the release itself).
 # Every step prints its duration; the cold and warm totals measured here are in infra/kind/README.md.
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-CACHE="${SPARKWIRE_CACHE:-$ROOT/.cache}"
-# shellcheck source=infra/lib.sh
-source "$ROOT/infra/lib.sh"
-HERE="$ROOT/infra/kind"
-# shellcheck source=infra/kind/versions.sh
-source "$HERE/versions.sh"
-BIN="$CACHE/kind/bin"
+# shellcheck source=infra/kind/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 CLUSTER=sparkwire
 CONTEXT="kind-$CLUSTER"
 NAMESPACE="${SPARKWIRE_NAMESPACE:-sparkwire}"

@@ -19,7 +19,7 @@ KIND_DIR = REPO / "tests" / "e2e" / "kind"
 INFRA = REPO / "infra" / "kind"
 OFFLINE_CONFIG = INFRA / "cluster" / "kind-offline.yaml"
 PUBLISHED_CONFIG = INFRA / "cluster" / "kind-published.yaml"
-SOURCED = {"versions.sh"}  # assignments sourced by the scripts, not run
+SOURCED = {"versions.sh", "common.sh"}  # sourced by the scripts, not run
 SCRIPTS = [REPO / "spark-operator" / "install.sh", REPO / "infra" / "setup.sh",
            *(p for p in sorted(INFRA.glob("*.sh")) if p.name not in SOURCED)]
 
