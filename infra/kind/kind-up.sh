@@ -31,6 +31,14 @@ timed() {  # timed NAME COMMAND... : run a step, print its duration
   printf '   [%s: %d s, %d s since start]\n' "$name" $(($(uptime_s) - start)) $(($(uptime_s) - T0))
 }
 
+# tag_by_id IMAGE : tag IMAGE also as REPOSITORY:<its ID's first 12 hex digits>; print that name.
+tag_by_id() {
+  local id
+  id="$(docker image inspect --format '{{.Id}}' "$1")"
+  docker tag "$1" "${1%:*}:${id:7:12}"
+  echo "${1%:*}:${id:7:12}"
+}
+
 header "Docker engine"
 timed docker bash "$HERE/docker-engine.sh"
 
@@ -57,7 +65,9 @@ if [[ "$mode" == offline ]]; then
   timed binaries bash "$HERE/build-binaries.sh"
   timed images bash "$HERE/build-images.sh"
   node_image="$NODE_IMAGE"; config="$HERE/cluster/kind-offline.yaml"
-  traefik_image="$TRAEFIK_IMAGE"; operator_image="$SPARK_OPERATOR_IMAGE"
+  # Tagged by image ID as well: a rebuilt image under an unchanged version tag would be loaded, but the
+  # pods, whose spec did not change, would keep running the old one.
+  traefik_image="$(tag_by_id "$TRAEFIK_IMAGE")"; operator_image="$(tag_by_id "$SPARK_OPERATOR_IMAGE")"
   build_args=(--build-arg "PYTHON_IMAGE=$PYTHON_IMAGE" --build-arg "SPARK_IMAGE=$SPARK_IMAGE" --build-arg "MAVEN_IMAGE=$MAVEN_IMAGE")
   dependency_images=("$REDIS_IMAGE_REPOSITORY:$REDIS_IMAGE_TAG" "$KAFKA_IMAGE_REPOSITORY:$KAFKA_IMAGE_TAG")
 else
