@@ -41,7 +41,7 @@ def kind_module() -> Path:
     root = Path(cache or os.path.join(os.path.expanduser("~"), "go", "pkg", "mod"))
     module = root / "sigs.k8s.io" / f"kind@{kind_version()}"
     if not module.is_dir():
-        pytest.skip(f"kind {kind_version()} is not in the Go module cache ({module}); up.sh installs it")
+        pytest.skip(f"kind {kind_version()} is not in the Go module cache ({module}); `make kind-up` downloads it")
     return module
 
 
