@@ -48,6 +48,11 @@ class StreamKeys:
     def ids(self) -> str:
         return f"{self.tag}:ids"
 
+    @property
+    def staging(self) -> str:
+        """Chunks of a batch not visible yet; written and read only by the commit script."""
+        return f"{self.tag}:staging"
+
     def all(self) -> tuple[str, str, str, str]:
         """The keys in the order the commit script takes them (KEYS[1..4])."""
         return (self.log, self.meta, self.state, self.ids)

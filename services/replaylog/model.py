@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-ChunkStatus = Literal["committed", "replayed"]
+ChunkStatus = Literal["committed", "staged", "replayed"]
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,11 @@ from sparkwire.replaylog.model import BatchCommit, ChunkResult, ChunkStatus, Rec
 DEFAULT_CHUNK_SIZE = 500
 DEFAULT_RETENTION = 100_000
 
+# Redis losing the staging hash mid-batch (a restart without AOF) asks for the batch again; more than a
+# couple of times in a row means something else is writing the stream.
+_RESTAGE_ATTEMPTS = 3
+_STATUSES: dict[str, ChunkStatus] = {"committed": "committed", "staged": "staged", "replayed": "replayed"}
+
 _COMMIT_SOURCE = resources.files("sparkwire.replaylog").joinpath("lua/commit_chunk.lua").read_text()
 
 
@@ -57,7 +62,8 @@ class ReplayLogWriter:
         self.chunk_size = chunk_size
         self._script = client.register_script(_COMMIT_SOURCE)
         self._epoch_candidate = secrets.token_hex(8)
-        # A chunk whose reply was lost is simply sent again: the marker makes the second call a no-op.
+        # A chunk whose reply was lost is simply sent again: the marker or the staging hash makes the second
+        # call a no-op.
         self._commit_chunk = retry(
             retry=retry_if_exception_type((redis.ConnectionError, redis.TimeoutError)),
             wait=wait_exponential_jitter(multiplier=0.05, max=2.0, jitter=0.05),
@@ -73,31 +79,43 @@ class ReplayLogWriter:
         *,
         between_chunks: Callable[[int, ChunkResult], None] | None = None,
     ) -> BatchCommit:
-        """Commit ``records`` as batch ``batch_id``; ``between_chunks(i, result)`` runs after each chunk
-        but the last (a seam for fault injection)."""
+        """Commit ``records`` as batch ``batch_id``: readers see all of it, once, when its last chunk is
+        committed. ``between_chunks(i, result)`` runs after each chunk but the last (a seam for fault
+        injection)."""
         chunks = plan_chunks(records, self.chunk_size)
-        results: list[ChunkResult] = []
-        for index, chunk in enumerate(chunks):
-            results.append(self._commit_chunk(query_id, batch_id, index, len(chunks), chunk))
-            if between_chunks is not None and index < len(chunks) - 1:
-                between_chunks(index, results[-1])
-        return BatchCommit(batch_id=batch_id, chunks=tuple(results))
+        for _attempt in range(_RESTAGE_ATTEMPTS):
+            results: list[ChunkResult] = []
+            for index, chunk in enumerate(chunks):
+                result = self._commit_chunk(query_id, batch_id, index, len(chunks), chunk)
+                if result is None:
+                    break  # the staged chunks are gone: send the batch again from its first chunk
+                results.append(result)
+                if between_chunks is not None and index < len(chunks) - 1:
+                    between_chunks(index, result)
+            else:
+                return BatchCommit(batch_id=batch_id, chunks=tuple(results))
+        raise RuntimeError(
+            f"batch {batch_id}: its staged chunks vanished {_RESTAGE_ATTEMPTS} times in a row; is another "
+            "writer committing to this stream?"
+        )
 
     def _commit_chunk_once(
         self, query_id: str, batch_id: int, index: int, count: int, chunk: Sequence[Record]
-    ) -> ChunkResult:
+    ) -> ChunkResult | None:
+        """The chunk's result, or None when the script asks for the batch again from its first chunk."""
         args: list[str | int] = [query_id, batch_id, index, count, self._epoch_candidate, self.retention]
         for record in chunk:
             args.extend((record.processing_id, record.key, record.payload))
         status, epoch, first_seq, last_seq, appended, duplicates = self._script(
-            keys=list(self.keys.all()), args=args
+            keys=[*self.keys.all(), self.keys.staging], args=args
         )
         status_text = _decode(status)
-        if status_text not in ("committed", "replayed"):
+        if status_text == "restage":
+            return None
+        if status_text not in _STATUSES:
             raise RuntimeError(f"commit script returned unknown status {status_text!r}")
-        checked_status: ChunkStatus = "committed" if status_text == "committed" else "replayed"
         return ChunkResult(
-            status=checked_status,
+            status=_STATUSES[status_text],
             epoch=_decode(epoch),
             first_seq=int(first_seq),
             last_seq=int(last_seq),

@@ -54,6 +54,21 @@ def produced(pipeline: Pipeline, kind: str) -> list[str]:
     return [r["value"] for r in records if r["kind"] == kind]
 
 
+def assert_batch_staged_not_visible(pipeline: Pipeline, batch_id: int) -> None:
+    """The driver died between two chunks of ``batch_id``: its first chunk is staged and none of it is in
+    the log, the state or the meta a gateway reads."""
+    reader = pipeline.reader
+    client, keys = reader.client, reader.keys
+    staging = {k.decode(): v for k, v in client.hgetall(keys.staging).items()}
+    assert int(staging["batch"]) == batch_id and int(staging["next"]) >= 1, staging.keys()
+    meta = reader.meta()
+    assert meta.last_batch == batch_id - 1
+    entries = list(reader.iter_all())
+    assert entries and all(e.batch_id < batch_id for e in entries)
+    assert (entries[-1].seq, reader.snapshot().seq) == (meta.last_seq, meta.last_seq)
+    assert max(item.seq for item in reader.snapshot().items.values()) == meta.last_seq
+
+
 def test_bounded_run_with_duplicates_and_malformed_records_commits_exactly_the_expected_results(
     pipeline: Pipeline,
 ) -> None:
@@ -94,6 +109,8 @@ def test_driver_killed_at_any_point_restarts_on_its_checkpoint_without_loss_or_d
         run = pipeline.start(fault)
         assert wait_exit(run, 180) == -9, f"{fault} did not fire:\n{run.log_tail(40)}"
         assert f"fault injected: SIGKILL at {fault.replace('@', ' of batch ')}" in run.log_tail(200)
+        if fault == "mid-batch@4":
+            assert_batch_staged_not_visible(pipeline, 4)
 
     # A kill from outside at a random moment while batches are flowing.
     run = pipeline.start()

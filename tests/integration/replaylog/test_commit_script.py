@@ -63,17 +63,18 @@ def test_ids_already_written_are_skipped_and_counted(redis: redis_lib.Redis, uni
 def test_a_batch_cut_off_after_some_chunks_resumes_with_the_rest(
     redis: redis_lib.Redis, unique_name: str
 ) -> None:
-    """The driver dies after chunk 0 of 3; on the re-run chunk 0 is a replay and 1 and 2 are appended."""
+    """The driver dies after chunk 0 of 3: nothing is visible; on the re-run chunk 0 is a replay and the
+    last chunk appends the whole batch."""
     writer = ReplayLogWriter(redis, unique_name, chunk_size=3)
     reader = ReplayLogReader(redis, unique_name)
     batch = [rec(i) for i in range(8)]
     first_chunk = sorted(batch, key=lambda r: r.processing_id)[:3]
     writer._commit_chunk("q1", 0, 0, 3, first_chunk)
-    assert reader.meta().last_seq == 3
+    assert (reader.meta().last_seq, redis.xlen(writer.keys.log)) == (0, 0)
 
     rerun = writer.commit_batch("q1", 0, batch)
 
-    assert [c.status for c in rerun.chunks] == ["replayed", "committed", "committed"]
+    assert [c.status for c in rerun.chunks] == ["replayed", "staged", "committed"]
     assert seqs_and_ids(reader) == [(i + 1, f"pid-{i:05d}") for i in range(8)]
     assert reader.meta().counters["batches_committed"] == 1
 

@@ -10,6 +10,7 @@ def test_every_key_of_a_stream_shares_one_hash_tag() -> None:
     tags = {k[k.index("{") : k.index("}") + 1] for k in keys.all()}
     assert tags == {"{metrics}"}
     assert len(set(keys.all())) == 4
+    assert keys.staging.startswith("sparkwire:{metrics}:") and keys.staging not in keys.all()
 
 
 @pytest.mark.parametrize("name", ["", "a{b}", "with space", "x" * 65, "slash/name"])
