@@ -14,6 +14,7 @@ Runner = Callable[[argparse.Namespace], int]
 def build_parser() -> argparse.ArgumentParser:
     from sparkwire.aggregator import job
     from sparkwire.gateway import main as gateway
+    from sparkwire.gateway import token_cli
     from sparkwire.producer import main as producer
 
     parser = argparse.ArgumentParser(
@@ -43,6 +44,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     gateway.add_arguments(serve)
     serve.set_defaults(run=gateway.run)
+
+    token = commands.add_parser(
+        "token", help="print a client token (JWT) signed with the gateways' secret",
+        description=token_cli.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    token_cli.add_arguments(token)
+    token.set_defaults(run=token_cli.run)
     return parser
 
 

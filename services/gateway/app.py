@@ -41,6 +41,7 @@ class Gateway:
     allowed_origins: frozenset[str]
     ring_size: int
     send_queue: int
+    allow_missing_origin: bool = False
     hubs: dict[str, StreamHub] = field(default_factory=dict)
     draining: asyncio.Event = field(default_factory=asyncio.Event)
     open_connections: int = 0
@@ -62,10 +63,15 @@ def create_app(gateway: Gateway) -> Starlette:
     async def websocket_endpoint(websocket: WebSocket) -> None:
         origin = websocket.headers.get("origin")
         stream = websocket.query_params.get("stream", "")
-        # Only browsers send Origin, and the allow-list exists to stop other sites' pages; a client
-        # without one is not a browser page (and could send any Origin it liked).
-        if gateway.allowed_origins and origin is not None and origin not in gateway.allowed_origins:
-            return await _refuse(websocket, CloseCode.POLICY_VIOLATION, f"origin {origin!r} not allowed")
+        # The allow-list stops other sites' pages. Every browser sends Origin on a WebSocket, so a
+        # request without one comes from a non-browser client, or through a proxy that strips the header
+        # (which would silently switch the check off): refused unless the operator allows it.
+        if gateway.allowed_origins:
+            if origin is None and not gateway.allow_missing_origin:
+                return await _refuse(websocket, CloseCode.POLICY_VIOLATION,
+                                     "an Origin header is required (or --allow-missing-origin)")
+            if origin is not None and origin not in gateway.allowed_origins:
+                return await _refuse(websocket, CloseCode.POLICY_VIOLATION, f"origin {origin!r} not allowed")
         hub = gateway.hubs.get(stream)
         if hub is None:
             return await _refuse(websocket, CloseCode.UNKNOWN_STREAM, f"stream {stream!r} is not served here")

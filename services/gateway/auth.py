@@ -10,6 +10,8 @@ from sparkwire.gateway.close_codes import CloseCode
 
 STREAMS_CLAIM = "streams"
 ALGORITHM = "HS256"
+# RFC 7518 section 3.2: an HS256 key at least as long as the hash output.
+MIN_SECRET_BYTES = 32
 
 
 @dataclass(frozen=True)

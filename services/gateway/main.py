@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import sys
 from types import FrameType
 
 import redis.asyncio as redis_async
@@ -18,7 +19,7 @@ import uvicorn
 from sparkwire import logs
 from sparkwire.gateway.app import Gateway, create_app
 from sparkwire.gateway.sessions import SessionStore
-from sparkwire.gateway.settings import add_arguments, connection_settings, split_list
+from sparkwire.gateway.settings import add_arguments, auth_problem, connection_settings, split_list
 from sparkwire.replaylog.keys import StreamKeys
 
 log = logging.getLogger(__name__)
@@ -52,6 +53,13 @@ class DrainingServer(uvicorn.Server):
 
 def run(args: argparse.Namespace) -> int:
     logs.configure(args.log_level)
+    problem = auth_problem(args)
+    if problem is not None:
+        print(f"sparkwire gateway: error: {problem}", file=sys.stderr)
+        return 2
+    if args.insecure_no_auth:
+        log.warning("AUTHENTICATION IS OFF (--insecure-no-auth): every client that reaches this pod reads "
+                    "every stream it serves, without a token")
     streams = split_list(args.streams)
     for stream in streams:
         StreamKeys(stream)  # fail at start on a bad name, not on the first client
@@ -63,7 +71,8 @@ def run(args: argparse.Namespace) -> int:
     gateway = Gateway(
         client=client, streams=streams, connection=connection_settings(args),
         sessions=SessionStore(client, ttl_seconds=args.session_ttl_seconds, pod=args.pod_name),
-        allowed_origins=frozenset(split_list(args.allowed_origins)), ring_size=args.ring_size,
+        allowed_origins=frozenset(split_list(args.allowed_origins)),
+        allow_missing_origin=args.allow_missing_origin, ring_size=args.ring_size,
         send_queue=args.send_queue,
     )
     config = uvicorn.Config(

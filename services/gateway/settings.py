@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import socket
 
+from sparkwire.gateway.auth import MIN_SECRET_BYTES
 from sparkwire.gateway.connection import ConnectionSettings
 from sparkwire.gateway.protocol import (
     DEFAULT_ACK_EVERY,
@@ -26,9 +27,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                help="Redis connections per pod; calls wait for a free one rather than fail")
     add_option(parser, "--streams", default="metrics", help="comma-separated streams this gateway serves")
     add_option(parser, "--allowed-origins", default="",
-               help="comma-separated Origin values allowed to connect; empty allows any")
+               help="comma-separated Origin values allowed to connect; empty allows any (no check)")
+    add_option(parser, "--allow-missing-origin", type=parse_bool, default=False,
+               help="with --allowed-origins, also accept connections that send no Origin header "
+                    "(non-browser clients; every browser sends one)")
     add_option(parser, "--auth-secret", default="",
-               help="HMAC secret of client tokens (JWT HS256); empty turns authentication off")
+               help=f"HMAC secret of client tokens (JWT HS256), at least {MIN_SECRET_BYTES} bytes; "
+                    "required unless --insecure-no-auth")
+    add_option(parser, "--insecure-no-auth", type=parse_bool, default=False,
+               help="serve without authentication: anyone who reaches the pod reads every stream")
     add_option(parser, "--ring-size", type=positive_int, default=10_000,
                help="recent entries kept in memory per stream for replays")
     add_option(parser, "--send-queue", type=positive_int, default=256,
@@ -72,3 +79,22 @@ def connection_settings(args: argparse.Namespace) -> ConnectionSettings:
 
 def split_list(text: str) -> list[str]:
     return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def auth_problem(args: argparse.Namespace) -> str | None:
+    """Why these options must not start a gateway, or None.
+
+    Without a secret the gateway would serve every stream to anyone, so that takes an explicit
+    ``--insecure-no-auth`` rather than a forgotten variable; both together are a mistake either way.
+    """
+    if args.insecure_no_auth and args.auth_secret:
+        return "--auth-secret and --insecure-no-auth contradict each other: give one"
+    if args.insecure_no_auth:
+        return None
+    if not args.auth_secret:
+        return ("no --auth-secret (SPARKWIRE_AUTH_SECRET): the gateway requires signed client tokens; "
+                "pass --insecure-no-auth to serve every stream without authentication")
+    if len(args.auth_secret.encode()) < MIN_SECRET_BYTES:
+        # HS256 with a short key: one captured token lets an attacker brute-force the key offline.
+        return f"--auth-secret is shorter than {MIN_SECRET_BYTES} bytes, too short for HS256"
+    return None

@@ -20,12 +20,22 @@ def http_status(url: str) -> int:
 
 
 class GatewayProcess:
+    """``auth_secret`` turns authentication on; without it the gateway runs with ``--insecure-no-auth``,
+    said explicitly as the gateway requires (tests of everything but auth connect without tokens)."""
+
     def __init__(self, workdir: Path, redis_url: str, streams: list[str], *extra: str,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, auth_secret: str | None = None) -> None:
         self.port = free_port()
+        self.auth_secret = auth_secret
         command = [sys.executable, "-m", "sparkwire.cli", "gateway", "--port", str(self.port),
                    "--redis-url", redis_url, "--streams", ",".join(streams), "--pod-name", f"gw-{self.port}",
                    "--drain-seconds", "5", *extra]
+        env = dict(env or {})
+        if auth_secret is None:
+            command += ["--insecure-no-auth", "true"]
+        else:
+            # As the chart gives it: in the environment, not on the command line the log records.
+            env["SPARKWIRE_AUTH_SECRET"] = auth_secret
         self.process = ManagedProcess(f"gateway-{self.port}", command, workdir, env=env)
 
     @property

@@ -1,18 +1,27 @@
-"""Auth on: tokens signed with the pod's secret, unexpired, granting the stream."""
+"""Auth on: tokens signed with the pod's secret, unexpired, granting the stream; the Origin allow-list,
+a missing Origin included; a gateway that would run without auth by accident refuses to start."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import jwt
 import pytest
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
+from websockets.typing import Origin
 
 from sparkwire.gateway.auth import issue_token
 from sparkwire.stack import RedisServer
+from sparkwire.stack.ports import free_port
 
 from .conftest import SECRET, GatewayProcess
 from .raw_client import Received, closed_with, collect, open_session
@@ -20,8 +29,10 @@ from .raw_client import Received, closed_with, collect, open_session
 
 @pytest.fixture
 def secured(redis_server: RedisServer, unique_name: str, tmp_path: Path) -> Iterator[GatewayProcess]:
+    # The raw test clients send no Origin: allowed here, so these tests are about tokens only.
     process = GatewayProcess(tmp_path, redis_server.url, [unique_name, f"{unique_name}-other"],
-                             "--auth-secret", SECRET, "--allowed-origins", "https://app.example").start()
+                             "--allowed-origins", "https://app.example", "--allow-missing-origin", "true",
+                             auth_secret=SECRET).start()
     yield process
     process.process.stop()
 
@@ -59,17 +70,91 @@ def test_a_valid_token_is_accepted(secured: GatewayProcess, unique_name: str) ->
     assert received.welcome is not None and received.close_code is None
 
 
+async def origin_outcome(url: str, origin: str | None, token: str | None = None) -> tuple[int | None, list[str]]:
+    """Connect with ``origin`` (None: no Origin header at all) and say hello; the close code (None: the
+    connection was welcomed) and the text frames received."""
+    texts: list[str] = []
+    async with connect(url, origin=Origin(origin) if origin is not None else None, open_timeout=5) as ws:
+        with contextlib.suppress(ConnectionClosed):  # a refused connection may close before the hello goes out
+            await ws.send(hello(token))
+        try:
+            async with asyncio.timeout(5):
+                while True:
+                    message = await ws.recv()
+                    texts.append(message if isinstance(message, str) else message.decode())
+                    if json.loads(texts[-1])["type"] == "welcome":
+                        return None, texts
+        except ConnectionClosed as closed:
+            return (closed.rcvd.code if closed.rcvd else None), texts
+    raise AssertionError("unreachable")
+
+
 def test_an_origin_outside_the_allow_list_is_refused(secured: GatewayProcess, unique_name: str) -> None:
-    from websockets.asyncio.client import connect
-    from websockets.exceptions import ConnectionClosed
+    code, texts = asyncio.run(origin_outcome(secured.ws(unique_name), "https://evil.example"))
+    assert code == 1008
+    error = json.loads(texts[-1])
+    assert (error["type"], error["code"], error["reason"]) == ("error", 1008, "origin 'https://evil.example' not allowed")
 
-    async def run() -> int | None:
-        async with connect(secured.ws(unique_name), origin="https://evil.example", open_timeout=5) as ws:  # type: ignore[arg-type]
-            try:
-                await ws.recv()
-                await ws.recv()
-            except ConnectionClosed as closed:
-                return closed.rcvd.code if closed.rcvd else None
-        return None
 
-    assert asyncio.run(run()) == 1008
+@pytest.mark.parametrize(("allow_missing", "origin", "expected"), [
+    pytest.param(None, None, 1008, id="missing-refused-by-default"),
+    pytest.param("false", None, 1008, id="missing-refused"),
+    pytest.param("true", None, None, id="missing-allowed-when-configured"),
+    pytest.param(None, "https://app.example", None, id="listed-accepted"),
+    pytest.param("true", "https://evil.example", 1008, id="wrong-refused-even-if-missing-allowed"),
+])
+def test_a_missing_origin_is_refused_unless_allowed(redis_server: RedisServer, unique_name: str, tmp_path: Path,
+                                                     allow_missing: str | None, origin: str | None,
+                                                     expected: int | None) -> None:
+    extra = ["--allowed-origins", "https://app.example"]
+    if allow_missing is not None:
+        extra += ["--allow-missing-origin", allow_missing]
+    process = GatewayProcess(tmp_path, redis_server.url, [unique_name], *extra, auth_secret=SECRET).start()
+    try:
+        token = issue_token(SECRET, [unique_name], 60, now=int(time.time()))
+        code, texts = asyncio.run(origin_outcome(process.ws(unique_name), origin, token))
+    finally:
+        process.stop()
+    assert code == expected, texts
+    if expected is not None:
+        assert json.loads(texts[-1])["code"] == expected
+
+
+def test_without_an_allow_list_no_origin_is_needed(gateway: GatewayProcess, unique_name: str) -> None:
+    assert asyncio.run(origin_outcome(gateway.ws(unique_name), None))[0] is None
+    assert asyncio.run(origin_outcome(gateway.ws(unique_name), "https://anywhere.example"))[0] is None
+
+
+def _start_gateway(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``sparkwire gateway`` with ``args``, stopped after a few seconds if it starts serving."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("SPARKWIRE_")}
+    command = [sys.executable, "-m", "sparkwire.cli", "gateway", "--port", str(free_port()),
+               "--redis-url", "redis://127.0.0.1:1/0", *args]
+    try:
+        return subprocess.run(command, env={**environment, **(env or {})}, capture_output=True, text=True,
+                              timeout=15, check=False)
+    except subprocess.TimeoutExpired as expired:
+        raise AssertionError(f"the gateway kept running: {expired.stderr!r}") from None
+
+
+@pytest.mark.parametrize(("args", "env", "message"), [
+    pytest.param([], {}, "no --auth-secret (SPARKWIRE_AUTH_SECRET)", id="no-secret"),
+    pytest.param([], {"SPARKWIRE_AUTH_SECRET": ""}, "no --auth-secret", id="empty-secret"),
+    pytest.param([], {"SPARKWIRE_AUTH_SECRET": "x" * 31}, "shorter than 32 bytes", id="short-secret"),
+    pytest.param(["--insecure-no-auth", "true"], {"SPARKWIRE_AUTH_SECRET": SECRET}, "contradict",
+                 id="secret-and-opt-out"),
+])
+def test_a_gateway_without_a_usable_secret_refuses_to_start(args: list[str], env: dict[str, str],
+                                                            message: str) -> None:
+    done = _start_gateway(*args, env=env)
+    assert done.returncode == 2 and message in done.stderr, (done.returncode, done.stderr)
+
+
+def test_the_explicit_opt_out_starts_with_a_loud_warning(redis_server: RedisServer, unique_name: str,
+                                                         tmp_path: Path) -> None:
+    process = GatewayProcess(tmp_path, redis_server.url, [unique_name]).start()
+    try:
+        assert "AUTHENTICATION IS OFF" in process.process.log_tail(200)
+        assert asyncio.run(origin_outcome(process.ws(unique_name), None))[0] is None, "no token needed"
+    finally:
+        process.stop()
