@@ -15,7 +15,8 @@
  * Options: `url` (default `/ws` on the page's host), `token` (JWT; sent in the hello, never in the URL),
  * `initialDelayMs` 500 and `maxDelayMs` 30000 (attempt n waits uniformly in [0, min(max, initial * 2^n)]),
  * `dedupCapacity` 100000 (processingIds remembered), `storage` (default localStorage; null: none).
- * Read `client.state` (Map key -> {seq, processingId, data}), `client.cursor` ({epoch, seq} applied) and
+ * Read `client.state` (Map key -> {seq, processingId, data}), `client.cursor` ({epoch, seq} applied),
+ * `client.welcome` (the open connection's welcome frame, e.g. its headSeq) and
  * `client.stats()` (connects, duplicates, gaps — also sent in acks —, snapshot resets by reason, closes
  * by code). Resumable closes, network errors and unknown codes reconnect; a terminal code (or a frame
  * the client cannot read: code 1002, sent on the wire as 1000 since pages may not send 1002) stops the
@@ -184,6 +185,9 @@ export class SparkwireClient {
 
   /** @returns {Cursor|null} the last entry applied (or the snapshot's position), sent in the next hello */
   get cursor() { return this.epoch === null ? null : { epoch: this.epoch, seq: this.lastSeq }; }
+  /** The open connection's welcome ({headSeq, epoch, recovered, reset, …}: where the log stood when it
+   *  began); null between connections. Read-only: a page shows how far behind the log it is. */
+  get welcome() { return this.conn?.welcome ?? null; }
   /** Entries dropped as repeats, by seq or by processingId, since the session began. */
   get duplicates() { return this.seqDuplicates + this.deduper.duplicates; }
 

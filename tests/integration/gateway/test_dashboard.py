@@ -1,0 +1,216 @@
+"""The live dashboard (``static/index.html``) in real Chromium against a real gateway and Redis: window results
+committed through the real commit script are drawn one point per window, exactly once, through a SIGKILLed
+gateway, a reload that replays windows already drawn and a reload answered with a snapshot of them."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis as redis_lib
+from playwright.sync_api import Browser, Page, sync_playwright
+
+from sparkwire.aggregator.sink import to_record
+from sparkwire.replaylog import Record, ReplayLogReader
+from sparkwire.stack import Committer, GatewayProcess
+from sparkwire.verify.expected import WindowResult, expected_results
+
+CHROMIUM = Path("/usr/bin/chromium")  # Debian's, from `make setup`: Playwright's own download is not used
+WAIT_MS = 30_000  # generous: the machine is shared
+METRICS = ["checkout.latency_ms", "api.requests", "queue.depth"]
+WINDOW_MS = 10_000
+DELAY_MS = 5_000
+WINDOWS = 18  # closed windows per metric; the events run one window further so the watermark closes them
+REPLAY_FROM_SEQ = 6  # the stale cursor of the first reload: every window after it comes a second time
+# Rewrites the saved positions before the page's own scripts run, when the test asked for it: what a
+# stale tab, or a Redis that lost its tail, leaves behind.
+TAMPER = """
+(() => {
+  const order = localStorage.getItem("dashboard-test:tamper");
+  if (order === null) return;
+  localStorage.removeItem("dashboard-test:tamper");
+  const { stream, clientSeq, historySeq } = JSON.parse(order);
+  const saved = JSON.parse(localStorage.getItem("sparkwire:" + stream));
+  saved.seq = clientSeq;
+  localStorage.setItem("sparkwire:" + stream, JSON.stringify(saved));
+  if (historySeq !== null) {
+    const history = JSON.parse(localStorage.getItem("sparkwire-dashboard:" + stream));
+    history.throughSeq = historySeq;
+    localStorage.setItem("sparkwire-dashboard:" + stream, JSON.stringify(history));
+  }
+})();
+"""
+CHARTS_DRAWN = """() => Object.fromEntries(Object.entries(window.__sparkwire.charts).map(([metric, chart]) => {
+  const canvas = chart.root.querySelector("canvas");
+  const pixels = canvas.getContext("2d").getImageData(0, 0, canvas.width, canvas.height).data;
+  let painted = 0;
+  for (let i = 3; i < pixels.length; i += 4) if (pixels[i] !== 0) painted += 1;
+  return [metric, { windowEnds: chart.data[0].map((s) => Math.round(s * 1000)), painted,
+                    pixels: canvas.width * canvas.height }];
+}))"""
+
+
+def raw_events(seed: int) -> list[str]:
+    """Every metric in every window (a few events each, one repeated), as the producer would send them."""
+    rng = random.Random(seed)
+    base = 1_700_000_000_000 - 1_700_000_000_000 % WINDOW_MS
+    events: list[str] = []
+    for window in range(WINDOWS + 1):
+        for index, metric in enumerate(METRICS):
+            level = 50 * (index + 1)
+            for n in range(rng.randint(3, 9)):
+                event = {"timestamp": base + window * WINDOW_MS + rng.randrange(WINDOW_MS), "metricName": metric,
+                         "value": round(level + rng.gauss(0, level / 5), 3), "sourceId": f"src-{n % 3}",
+                         "eventId": f"{metric}-{window}-{n}"}
+                events.append(json.dumps(event))
+            events.append(events[-1])  # a producer retry: dedup by eventId keeps it once
+    return events
+
+
+class WindowCommitter(Committer):
+    """The commit script fed with window results, one batch per window end (all metrics), in the
+    aggregator's payload format — as Spark's append mode emits them when the watermark passes."""
+
+    def __init__(self, client: redis_lib.Redis, stream: str, results: list[WindowResult]) -> None:
+        super().__init__(client, stream, per_batch=len(METRICS))
+        self.results = sorted(results, key=lambda r: (r.window_end, r.metric))
+
+    def _record(self, n: int) -> Record:
+        result = self.results[n]
+        return to_record({"processingId": result.processing_id, "metricName": result.metric,
+                          "windowStart": result.window_start, "windowEnd": result.window_end,
+                          "count": result.count, "sum": result.total, "min": result.minimum,
+                          "max": result.maximum, "avg": result.average})
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    if not CHROMIUM.exists():
+        message = f"{CHROMIUM} not found: run `make setup` (or `apt-get install -y chromium`)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM))
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def console() -> Iterator[list[str]]:
+    lines: list[str] = []
+    yield lines
+    print("\n".join(lines))
+
+
+def wait_js(page: Page, predicate: str, arg: object = None) -> None:
+    """Wait until ``predicate`` holds, with ``d`` the page's hooks and ``c`` its client."""
+    try:
+        page.wait_for_function(
+            f"arg => {{ const d = window.__sparkwire; const c = d?.client; return !!c && ({predicate}); }}",
+            arg=arg, polling=100, timeout=WAIT_MS)
+    except Exception as error:
+        state = page.evaluate("({stats: window.__sparkwire?.client?.stats(), charts: window.__sparkwire?.chartStats,"
+                              " statuses: window.__sparkwire?.statuses.slice(-5)})")
+        raise AssertionError(f"{predicate} (arg {arg}) did not hold: {state}") from error
+
+
+def tamper_on_next_load(page: Page, stream: str, client_seq: int, history_seq: int | None) -> None:
+    order = {"stream": stream, "clientSeq": client_seq, "historySeq": history_seq}
+    page.evaluate("order => localStorage.setItem('dashboard-test:tamper', order)", json.dumps(order))
+
+
+def reload(page: Page) -> None:
+    page.reload()  # pagehide stops the client: a last ack, and the client's and the history's save with it
+    wait_js(page, "c.stats().connects >= 1")
+
+
+def series(page: Page) -> dict[str, list[dict[str, Any]]]:
+    return dict(page.evaluate("window.__sparkwire.series"))
+
+
+def test_the_dashboard_draws_each_window_once_through_a_sigkill_a_replay_and_a_snapshot(
+    browser: Browser, console: list[str], gateway: GatewayProcess, redis: redis_lib.Redis, unique_name: str,
+) -> None:
+    expected = expected_results(raw_events(seed=11), WINDOW_MS, DELAY_MS)
+    committer = WindowCommitter(redis, unique_name, list(expected.values()))
+    assert len(committer.results) == WINDOWS * len(METRICS)
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    context.add_init_script(TAMPER)
+    page = context.new_page()
+    page.on("console", lambda message: console.append(f"[{message.type}] {message.text}"))
+    page.on("pageerror", lambda error: console.append(f"[pageerror] {error}"))
+    page.goto(f"{gateway.http}/?stream={unique_name}&maxDelayMs=1000")
+    wait_js(page, "c.stats().connects >= 1")
+
+    committer.commit(6)  # windows 1..6 of every metric: seqs 1..18
+    wait_js(page, "c.lastSeq >= arg", 18)
+    gateway.process.kill()  # SIGKILL: no close frame; the page retries with backoff
+    committer.commit(4)  # seqs 19..30, committed while no gateway runs
+    gateway.start()  # same port
+    wait_js(page, "c.lastSeq >= arg", 30)
+    assert page.evaluate("window.__sparkwire.chartStats") == {"added": 30, "replaced": 0, "dropped": 0}
+
+    # A reload whose saved cursor is stale: the gateway replays seqs 7..30, windows the page drew already.
+    tamper_on_next_load(page, unique_name, REPLAY_FROM_SEQ, None)
+    reload(page)
+    wait_js(page, "c.lastSeq >= arg", 30)
+    assert page.evaluate("window.__sparkwire.historyRestored") is True
+    assert page.evaluate("window.__sparkwire.chartStats") == {"added": 0, "replaced": 30 - REPLAY_FROM_SEQ,
+                                                               "dropped": 0}
+    committer.commit(4)  # seqs 31..42
+    wait_js(page, "c.lastSeq >= arg", 42)
+
+    # A reload whose saved position is ahead of the log (a Redis that lost its tail): a snapshot of the
+    # latest window per metric — drawn already — then the windows after it.
+    tamper_on_next_load(page, unique_name, 10_000, 10_000)
+    reload(page)
+    wait_js(page, "d.snapshots.some((s) => s.reason === 'cursor_ahead')")
+    committer.commit(WINDOWS - 14)  # the rest: seqs 43..54
+    total = WINDOWS * len(METRICS)
+    wait_js(page, "c.lastSeq >= arg", total)
+
+    # What the page holds: per metric, exactly the windows computed from the events, each once.
+    log = list(ReplayLogReader(redis, unique_name).iter_all())
+    assert [entry.seq for entry in log] == list(range(1, total + 1))
+    drawn = series(page)
+    assert sorted(drawn) == sorted(METRICS)
+    for metric in METRICS:
+        want = sorted((r for r in expected.values() if r.metric == metric), key=lambda r: r.window_end)
+        points = drawn[metric]
+        assert len(points) == WINDOWS, f"{metric}: {len(points)} points for {WINDOWS} windows"
+        assert len({p["processingId"] for p in points}) == len(points), f"{metric}: a window drawn twice"
+        assert [p["windowEnd"] for p in points] == [r.window_end for r in want]
+        assert [p["processingId"] for p in points] == [r.processing_id for r in want]
+        for point, result in zip(points, want, strict=True):
+            assert point["count"] == result.count
+            assert (point["min"], point["max"]) == (result.minimum, result.maximum)
+            assert point["avg"] == pytest.approx(result.average)
+
+    # What the charts show: the same windows, rendered (not just held).
+    page.wait_for_function("n => Object.values(window.__sparkwire.charts).every((c) => c.data[0].length === n)"
+                           " && Object.keys(window.__sparkwire.charts).length === 3", arg=WINDOWS, timeout=WAIT_MS)
+    page.wait_for_timeout(100)  # the frame after setData paints the canvas
+    charts = page.evaluate(CHARTS_DRAWN)
+    assert sorted(charts) == sorted(METRICS)
+    for metric, chart in charts.items():
+        assert chart["windowEnds"] == [p["windowEnd"] for p in drawn[metric]], metric
+        assert chart["painted"] > chart["pixels"] // 100, f"{metric}: the canvas is (nearly) blank: {chart}"
+    assert page.locator("#charts .card canvas").count() >= len(METRICS)
+    assert page.evaluate("window.__sparkwire.chartError") is None
+
+    stats = page.evaluate("window.__sparkwire.client.stats()")
+    assert (stats["gaps"], stats["terminal"]) == (0, None), stats
+    assert page.evaluate("window.__sparkwire.chartStats")["added"] == total - 42
+    snapshots = page.evaluate("window.__sparkwire.snapshots")
+    assert [s["reason"] for s in snapshots] == ["restored", "cursor_ahead"], snapshots
+    assert snapshots[-1]["keys"] == len(METRICS)
+    assert page.locator("#windows").inner_text() == str(total)
+    context.close()
