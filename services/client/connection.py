@@ -167,7 +167,8 @@ class StreamClient:
         while not self._stop.is_set():
             if delay > 0:
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._stop.wait(), delay)
+                    async with asyncio.timeout(delay):  # not wait_for: on 3.11 it can lose a cancel
+                        await self._stop.wait()
                 if self._stop.is_set():
                     return
             try:

@@ -23,9 +23,10 @@ from sparkwire.gateway import metrics
 from sparkwire.gateway.close_codes import CloseCode, close_reason
 from sparkwire.gateway.connection import Close, Connection, ConnectionSettings
 from sparkwire.gateway.history import read_snapshot
-from sparkwire.gateway.hub import StreamHub, cancel_and_wait
+from sparkwire.gateway.hub import StreamHub
 from sparkwire.gateway.protocol import encode_error
 from sparkwire.gateway.sessions import SessionStore
+from sparkwire.gateway.tasks import cancel_and_wait
 from sparkwire.replaylog.keys import StreamKeys
 
 # The browser client (sparkwire-client.js) and the live demo page that uses it.
@@ -108,7 +109,8 @@ def create_app(gateway: Gateway) -> Starlette:
         if gateway.draining.is_set():
             return PlainTextResponse("draining", status_code=503)
         try:
-            await asyncio.wait_for(gateway.client.ping(), 1.0)
+            async with asyncio.timeout(1.0):
+                await gateway.client.ping()
         except (RedisError, OSError, TimeoutError):
             return PlainTextResponse("redis unreachable", status_code=503)
         if not all(hub.healthy for hub in gateway.hubs.values()):
@@ -129,8 +131,7 @@ def create_app(gateway: Gateway) -> Starlette:
             yield
         finally:
             gateway.draining.set()
-            for task in [*tasks, sessions]:
-                await cancel_and_wait(task)
+            await cancel_and_wait([*tasks, sessions])
             await gateway.client.aclose()
 
     return Starlette(

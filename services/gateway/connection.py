@@ -43,6 +43,7 @@ from sparkwire.gateway.protocol import (
 )
 from sparkwire.gateway.recovery import ReplayMerger, decide_start, junction_step
 from sparkwire.gateway.sessions import SessionPosition, SessionStore
+from sparkwire.gateway.tasks import cancel_and_wait
 from sparkwire.replaylog.model import Entry
 
 log = logging.getLogger(__name__)
@@ -139,7 +140,8 @@ class Connection:
 
     async def _receive_hello(self) -> Hello:
         try:
-            message = await asyncio.wait_for(self.websocket.receive(), self.settings.hello_timeout_s)
+            async with asyncio.timeout(self.settings.hello_timeout_s):
+                message = await self.websocket.receive()
         except TimeoutError:
             raise Close(CloseCode.TIMEOUT, "no hello in time") from None
         frame = parse_client_frame(self._payload(message), self.settings.max_client_frame_bytes)
@@ -192,11 +194,7 @@ class Connection:
         try:
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for task in tasks:
-                task.cancel()
-            for task in tasks:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+            await cancel_and_wait(tasks)  # every one of them, before the close: none outlives the connection
         if overflow in done:
             metrics.SLOW_CONSUMER_CLOSES.labels(stream=self.stream).inc()
             raise Close(CloseCode.SLOW_CONSUMER, "send queue overflowed")
@@ -314,8 +312,10 @@ class Connection:
     async def _close(self, code: CloseCode, reason: str) -> None:
         with contextlib.suppress(Exception):
             if not code.resumable:
-                await asyncio.wait_for(self.websocket.send_text(encode_error(code, reason)), 1.0)
-            await asyncio.wait_for(self.websocket.close(code=int(code), reason=close_reason(reason)), CLOSE_TIMEOUT_S)
+                async with asyncio.timeout(1.0):
+                    await self.websocket.send_text(encode_error(code, reason))
+            async with asyncio.timeout(CLOSE_TIMEOUT_S):
+                await self.websocket.close(code=int(code), reason=close_reason(reason))
 
 
 def now_ms() -> int:

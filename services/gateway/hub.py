@@ -4,7 +4,6 @@ each batch out to the connections, every entry encoded once for all of them."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections import deque
 from collections.abc import Sequence
@@ -170,8 +169,3 @@ def _xread_entries(response: Any) -> list[tuple[bytes, dict[bytes, bytes]]]:
     per_stream = response.values() if isinstance(response, dict) else [entries for _, entries in response]
     return [entry for entries in per_stream for entry in cast("list[tuple[bytes, dict[bytes, bytes]]]", entries)]
 
-
-async def cancel_and_wait(task: asyncio.Task[None]) -> None:
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
