@@ -56,20 +56,21 @@ CHARTS_DRAWN = """() => Object.fromEntries(Object.entries(window.__sparkwire.cha
 
 
 def raw_events(seed: int) -> list[str]:
-    """Every metric in every window (a few events each, one repeated), as the producer would send them."""
+    """Every metric in every window (a few events each), in event-time order so that none is late, every
+    tenth sent twice (a producer retry: dedup by eventId keeps it once)."""
     rng = random.Random(seed)
     base = 1_700_000_000_000 - 1_700_000_000_000 % WINDOW_MS
-    events: list[str] = []
+    events: list[tuple[int, str]] = []  # (event time, the record)
     for window in range(WINDOWS + 1):
         for index, metric in enumerate(METRICS):
             level = 50 * (index + 1)
             for n in range(rng.randint(3, 9)):
-                event = {"timestamp": base + window * WINDOW_MS + rng.randrange(WINDOW_MS), "metricName": metric,
-                         "value": round(level + rng.gauss(0, level / 5), 3), "sourceId": f"src-{n % 3}",
-                         "eventId": f"{metric}-{window}-{n}"}
-                events.append(json.dumps(event))
-            events.append(events[-1])  # a producer retry: dedup by eventId keeps it once
-    return events
+                timestamp = base + window * WINDOW_MS + rng.randrange(WINDOW_MS)
+                events.append((timestamp, json.dumps({
+                    "timestamp": timestamp, "metricName": metric, "value": round(level + rng.gauss(0, level / 5), 3),
+                    "sourceId": f"src-{n % 3}", "eventId": f"{metric}-{window}-{n}"})))
+    events.sort()
+    return [raw for i, (_, raw) in enumerate(events) for _ in range(2 if i % 10 == 0 else 1)]
 
 
 class WindowCommitter(Committer):
