@@ -87,8 +87,12 @@ def _notes(values: Path | None) -> str:
 def test_notes_render(values: Path | None) -> None:
     notes = _notes(values)
     assert "stream \"metrics\"" in notes
-    auth_on = values is not None and values.stem in ("auth-ingress-values", "existing-secrets-values")
+    auth_on = values is None or values.stem != "no-auth-values"
     assert ("authentication is OFF" in notes) != auth_on
+    assert ("sparkwire token --streams metrics --ttl 3600" in notes) == auth_on
+    secret = "sparkwire-jwt" if values is not None and values.stem == "existing-secrets-values" else \
+        f"{RELEASE}-sparkwire-gateway-auth"
+    assert (f"get secret {secret} -o jsonpath=" in notes) == auth_on
     if values is not None and values.stem == "auth-ingress-values":
         assert "wss://ws.example.com/ws?stream=metrics" in notes
     else:

@@ -25,7 +25,7 @@ CHART_CHOICES = {
     "gateway": {
         "--redis-url": "the Redis the chart deploys (or redis.external)",
         "--pod-name": "the pod's own name (downward API)",
-        "--auth-secret": "from a Secret, only when gateway.auth is set",
+        "--auth-secret": "from a Secret (generated unless given), unless gateway.auth.enabled=false",
     },
     "aggregate": {
         "--bootstrap-servers": "kafka.bootstrapServers or the in-chart broker",

@@ -217,3 +217,53 @@ sparkoperator.k8s.io/app-name: {{ include "sparkwire.aggregator.fullname" . }}
     {{- end }}
 {{- end -}}
 {{- end -}}
+
+{{/* Gateway auth ---------------------------------------------------------------------------------- */}}
+
+{{/* The Secret the gateways read the token secret from: `auth.existingSecret`, or the chart's. */}}
+{{- define "sparkwire.gateway.authSecretName" -}}
+{{- .Values.gateway.auth.existingSecret | default (printf "%s-auth" (include "sparkwire.gateway.fullname" .)) -}}
+{{- end -}}
+
+{{- define "sparkwire.gateway.authSecretKey" -}}
+{{- if .Values.gateway.auth.existingSecret -}}{{ .Values.gateway.auth.existingSecretKey }}{{- else -}}auth-secret{{- end -}}
+{{- end -}}
+
+{{/* The token secret of the chart's Secret, base64: `auth.secret`, else the live Secret's (an upgrade
+keeps it, so tokens stay valid), else a new random one. Decided once per render and remembered, so the
+Secret and the Deployment's checksum annotation see the same value. */}}
+{{- define "sparkwire.gateway.authSecretData" -}}
+{{- $state := .Values.gateway.auth -}}
+{{- if not (hasKey $state "__rendered") -}}
+{{- $data := "" -}}
+{{- if $state.secret -}}
+{{- $data = $state.secret | b64enc -}}
+{{- else -}}
+{{- $live := lookup "v1" "Secret" .Release.Namespace (include "sparkwire.gateway.authSecretName" .) -}}
+{{- if and $live $live.data (hasKey $live.data "auth-secret") -}}
+{{- $data = index $live.data "auth-secret" -}}
+{{- else -}}
+{{- $data = randAlphaNum 48 | b64enc -}}
+{{- end -}}
+{{- end -}}
+{{- $_ := set $state "__rendered" $data -}}
+{{- end -}}
+{{- index $state "__rendered" -}}
+{{- end -}}
+
+{{/* Origins the gateways allow: `config.allowedOrigins`, else the Ingress hosts' own origins (the page
+the gateways serve there), else none (any origin). */}}
+{{- define "sparkwire.gateway.allowedOrigins" -}}
+{{- $gw := .Values.gateway -}}
+{{- $origins := $gw.config.allowedOrigins -}}
+{{- if and (not $origins) $gw.ingress.enabled -}}
+{{- $tlsHosts := list -}}
+{{- range $gw.ingress.tls -}}
+{{- $tlsHosts = concat $tlsHosts (.hosts | default list) -}}
+{{- end -}}
+{{- range $gw.ingress.hosts -}}
+{{- $origins = append $origins (printf "%s://%s" (ternary "https" "http" (has . $tlsHosts)) .) -}}
+{{- end -}}
+{{- end -}}
+{{- join "," $origins -}}
+{{- end -}}

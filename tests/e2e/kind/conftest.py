@@ -52,6 +52,7 @@ from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
 from sparkwire.client import StreamClient
+from sparkwire.gateway.auth import issue_token
 from sparkwire.producer.events import GeneratorConfig, generate
 from sparkwire.replaylog import ReplayLogReader
 from sparkwire.replaylog.model import Entry, StreamMeta
@@ -474,6 +475,7 @@ class Release:
     delay_ms: int
     gateway_image: str
     gateway_replicas: int
+    token: str | None  # None when the release runs with gateway.auth.enabled=false
 
     @property
     def ws_url(self) -> str:
@@ -491,7 +493,20 @@ def read_release(kube: Kube) -> Release:
         topic=env["SPARKWIRE_TOPIC"], window_ms=int(env["SPARKWIRE_WINDOW_MS"]),
         delay_ms=int(env["SPARKWIRE_WATERMARK_DELAY_MS"]),
         gateway_image=gateway.spec.template.spec.containers[0].image, gateway_replicas=gateway.spec.replicas,
+        token=client_token(kube, gateway, env["SPARKWIRE_STREAM"]),
     )
+
+
+def client_token(kube: Kube, gateway: k8s.V1Deployment, stream: str) -> str | None:
+    """A token for ``stream`` signed with the secret the gateways read (the chart generates it on a fresh
+    install), long enough for the whole run; None when the gateways run without authentication."""
+    [container] = [c for c in gateway.spec.template.spec.containers if c.name == "gateway"]
+    refs = [ref for e in container.env or [] if e.name == "SPARKWIRE_AUTH_SECRET" and e.value_from is not None
+            and (ref := e.value_from.secret_key_ref) is not None]
+    if not refs:
+        return None
+    secret = kube.secret_value(str(refs[0].name), (refs[0].key,))
+    return issue_token(secret, [stream], 6 * 3600, subject="kind-e2e", now=int(time.time()))
 
 
 @pytest.fixture(scope="session")
@@ -700,8 +715,8 @@ class Tracked:
     snapshots: list[int] = field(default_factory=list)
 
 
-def tracked_client(url: str) -> Tracked:
-    tracked = Tracked(StreamClient(url))
+def tracked_client(url: str, token: str | None) -> Tracked:
+    tracked = Tracked(StreamClient(url, token=token))
     session = tracked.client.session
     handle = session.handle
 
@@ -723,11 +738,11 @@ def _caught_up(tracked: Tracked, seq: int) -> bool:
     return last >= seq
 
 
-async def run_clients(count: int, url: str, during: Callable[[], None], head: Callable[[], int],
+async def run_clients(count: int, url: str, token: str | None, during: Callable[[], None], head: Callable[[], int],
                       catch_up_timeout: float = 120) -> list[Tracked]:
     """``count`` clients connected first; then ``during()`` (blocking: traffic and faults) runs in a thread;
     then wait until every client has applied up to ``head()`` (the log's last seq, read after)."""
-    clients = [tracked_client(url) for _ in range(count)]
+    clients = [tracked_client(url, token) for _ in range(count)]
     tasks = [asyncio.create_task(c.client.run()) for c in clients]
     try:
         for tracked in clients:
@@ -833,7 +848,7 @@ def scenario(kube: Kube, redis_link: RedisLink, release: Release, faults: FaultL
         log = redis_link.log(release.stream)
         return log[-1].seq if log else 0
 
-    tracked = asyncio.run(run_clients(clients, release.ws_url, during, head))
+    tracked = asyncio.run(run_clients(clients, release.ws_url, release.token, during, head))
     return tracked, production
 
 

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
 
 from sparkwire.replaylog.model import Entry
 
@@ -118,12 +119,18 @@ class NotesRead:
     received: list[tuple[int, str]]
 
 
-async def read_through_notes(notes: NotesConnect) -> NotesRead:
+async def read_through_notes(notes: NotesConnect, token: str | None) -> NotesRead:
     """A new client on the NOTES' URL gets a welcome and a snapshot; one resuming from a cursor
-    ``REPLAYED`` entries back gets exactly the entries after it."""
+    ``REPLAYED`` entries back gets exactly the entries after it. A fresh install requires a token (the
+    NOTES say how to mint one from the generated secret): without one the gateway refuses the client."""
     async with asyncio.timeout(60):
         async with connect(notes.url, sock=notes.socket_to_ingress(), open_timeout=10, max_size=None) as ws:
             await ws.send(json.dumps({"type": "hello", "v": 1}))
+            with pytest.raises(ConnectionClosed) as refused:
+                await _frame(ws)
+            assert refused.value.rcvd is not None and refused.value.rcvd.code == 4401, refused.value
+        async with connect(notes.url, sock=notes.socket_to_ingress(), open_timeout=10, max_size=None) as ws:
+            await ws.send(json.dumps({"type": "hello", "v": 1, "token": token}))
             welcome = await _frame(ws)
             assert welcome.get("type") == "welcome" and welcome.get("reset") == "no_position", welcome
             epoch, head = str(welcome["epoch"]), int(str(welcome["headSeq"]))
@@ -134,7 +141,8 @@ async def read_through_notes(notes: NotesConnect) -> NotesRead:
         after = max(0, head - REPLAYED)
         received: list[tuple[int, str]] = []
         async with connect(notes.url, sock=notes.socket_to_ingress(), open_timeout=10, max_size=None) as ws:
-            await ws.send(json.dumps({"type": "hello", "v": 1, "cursor": {"epoch": epoch, "seq": after}}))
+            await ws.send(json.dumps({"type": "hello", "v": 1, "cursor": {"epoch": epoch, "seq": after},
+                                      "token": token}))
             welcome = await _frame(ws)
             assert welcome.get("type") == "welcome" and welcome.get("recovered") is True, welcome
             while not received or received[-1][0] < head:
@@ -177,9 +185,12 @@ def test_first_install(kube: Kube, tools: Tools) -> None:
         assert_log_exactly_once(log, production, release)
         progress(f"{len(log)} results committed")
 
-        notes = NotesConnect.parse(tools.helm("get", "notes", RELEASE, "--namespace", NAMESPACE, timeout=60))
+        notes_text = tools.helm("get", "notes", RELEASE, "--namespace", NAMESPACE, timeout=60)
+        notes = NotesConnect.parse(notes_text)
         assert notes.stream == release.stream, notes
-        read = asyncio.run(read_through_notes(notes))
+        assert release.token is not None, "a fresh install runs with authentication on"
+        assert "sparkwire token --streams" in notes_text, "the NOTES say how to mint a token"
+        read = asyncio.run(read_through_notes(notes, release.token))
         log = link.log(release.stream)
         assert read.epoch == link.meta(release.stream).epoch
         expected = [(e.seq, e.processing_id) for e in log if read.after < e.seq <= read.head]
@@ -200,6 +211,7 @@ def test_first_install(kube: Kube, tools: Tools) -> None:
 def test_reinstall_keeps_the_redis_claim(kube: Kube, tools: Tools) -> None:
     stream = read_release(kube).stream
     password_before = kube.redis_password()
+    auth_before = kube.secret_value(f"{FULLNAME}-gateway-auth", ("auth-secret",))
     claim_before = kube.core.read_namespaced_persistent_volume_claim(REDIS_CLAIM, NAMESPACE).metadata.uid
     link = RedisLink(kube)
     try:
@@ -226,6 +238,9 @@ def test_reinstall_keeps_the_redis_claim(kube: Kube, tools: Tools) -> None:
     assert pairs(log_after[: len(log_before)]) == pairs(log_before), "the entries from before must be there"
     progress(f"the stream kept its epoch and {len(log_before)} entries")
 
+    same_auth = kube.secret_value(f"{FULLNAME}-gateway-auth", ("auth-secret",)) == auth_before
+    assert same_auth, ("the reinstall generated a new gateway token secret: every token handed out is now "
+                       "refused (gateway.auth.keepSecret: helm.sh/resource-policy keep, and lookup)")
     same_password = kube.redis_password() == password_before  # compared, never printed
     assert same_password, (
         f"the reinstall put a new Redis password into Secret {FULLNAME}-redis although the data it protects "
