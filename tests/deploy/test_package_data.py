@@ -1,0 +1,21 @@
+"""Every file a service reads at run time is installed with the package (the images pip-install it):
+the package-data globs of pyproject.toml cover every file under the packages' data folders."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA_FOLDERS = {"sparkwire.gateway": "static", "sparkwire.replaylog": "lua"}
+
+
+@pytest.mark.parametrize(("package", "folder"), sorted(DATA_FOLDERS.items()))
+def test_package_data_globs_cover_every_data_file(package: str, folder: str) -> None:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    source = ROOT / config["package-dir"]["sparkwire"] / package.removeprefix("sparkwire.").replace(".", "/")
+    covered = {path for pattern in config["package-data"][package] for path in source.glob(pattern) if path.is_file()}
+    present = {path for path in (source / folder).rglob("*") if path.is_file()}
+    assert present - covered == set(), "not installed with the package: add a package-data glob in pyproject.toml"
