@@ -10,6 +10,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
 
 EVENT_SCHEMA = StructType([
+    StructField("type", StringType()),
     StructField("timestamp", LongType()),
     StructField("metricName", StringType()),
     StructField("value", DoubleType()),
@@ -20,11 +21,21 @@ EVENT_SCHEMA = StructType([
 # reason for the query to fail on an overflow.
 MAX_TIMESTAMP_MS = 253_402_300_799_999
 ERROR_HEADER = "sparkwire-error"
+HEARTBEAT = "heartbeat"
+
+
+def _valid_time(event: Column) -> Column:
+    return event["timestamp"].between(0, MAX_TIMESTAMP_MS)
+
+
+def _is_heartbeat(event: Column) -> Column:
+    return F.coalesce((event["type"] == F.lit(HEARTBEAT)) & _valid_time(event), F.lit(False))
 
 
 def _is_valid(event: Column) -> Column:
     checks = (
-        event["timestamp"].between(0, MAX_TIMESTAMP_MS)
+        _valid_time(event)
+        & ~F.coalesce(event["type"] == F.lit(HEARTBEAT), F.lit(False))
         & (F.length(event["metricName"]) > 0)
         & event["value"].isNotNull()
         & ~F.isnan(event["value"])
@@ -36,15 +47,19 @@ def _is_valid(event: Column) -> Column:
 
 
 def parse(raw: DataFrame) -> DataFrame:
-    """Kafka rows -> ``raw`` text, parsed ``event`` struct and a ``valid`` flag. Never fails on bad input."""
+    """Kafka rows -> ``raw`` text, parsed ``event`` struct, a ``valid`` event flag and a ``heartbeat`` flag
+    (a record that only moves event time). Never fails on bad input."""
     text = raw.select(F.col("value").cast("string").alias("raw"), "topic", "partition", "offset")
     parsed = text.withColumn("event", F.from_json("raw", EVENT_SCHEMA, {"mode": "PERMISSIVE"}))
-    return parsed.withColumn("valid", _is_valid(F.col("event")))
+    return parsed.withColumn("valid", _is_valid(F.col("event"))).withColumn(
+        "heartbeat", _is_heartbeat(F.col("event"))
+    )
 
 
 def dead_letters(parsed: DataFrame) -> DataFrame:
-    """Invalid records as Kafka sink rows: the original bytes, and where they came from in headers."""
-    invalid = parsed.where(~F.col("valid"))
+    """Records that are neither events nor heartbeats as Kafka sink rows: the original bytes, and where they
+    came from in headers."""
+    invalid = parsed.where(~F.col("valid") & ~F.col("heartbeat"))
     headers = F.array(
         F.struct(F.lit(ERROR_HEADER).alias("key"), F.lit(b"invalid-event").alias("value")),
         F.struct(F.lit("source-topic").alias("key"), F.col("topic").cast("binary").alias("value")),
@@ -60,13 +75,20 @@ def window_results(parsed: DataFrame, window_ms: int, watermark_delay_ms: int) -
     """Valid events, deduplicated by eventId, aggregated per metric in tumbling event-time windows.
 
     Append mode emits each window once, when the watermark passes its end; ``processingId`` is
-    sha1("<windowEnd ms>-<metricName>"), the same on every run for the same window.
+    sha1("<windowEnd ms>-<metricName>"), the same on every run for the same window. Rows behind the
+    watermark are dropped (and counted) by the first stateful operator, the dedup.
+
+    Heartbeats go all the way through, so that they move the watermark (a filter that does not use the
+    event time would be pushed below ``withWatermark`` by the optimizer, and they would not): each has a
+    unique eventId (its Kafka position) and no metricName, so it falls into a window's null-metric group,
+    which the sink skips (``sink.is_heartbeat_window``).
     """
-    events = parsed.where("valid").select(
+    kafka_position = F.concat_ws("/", F.lit(HEARTBEAT), F.col("partition"), F.col("offset"))
+    events = parsed.where("valid OR heartbeat").select(
         F.timestamp_millis(F.col("event.timestamp")).alias("eventTime"),
-        F.col("event.metricName").alias("metricName"),
-        F.col("event.value").alias("value"),
-        F.col("event.eventId").alias("eventId"),
+        F.when(F.col("valid"), F.col("event.metricName")).alias("metricName"),
+        F.when(F.col("valid"), F.col("event.value")).alias("value"),
+        F.when(F.col("valid"), F.col("event.eventId")).otherwise(kafka_position).alias("eventId"),
     )
     deduplicated = (
         events.withWatermark("eventTime", f"{watermark_delay_ms} milliseconds")
@@ -93,3 +115,4 @@ def window_results(parsed: DataFrame, window_ms: int, watermark_delay_ms: int) -
         "max",
         "avg",
     )
+

@@ -17,6 +17,11 @@ log = logging.getLogger(__name__)
 PAYLOAD_FIELDS = ("metricName", "windowStart", "windowEnd", "count", "sum", "min", "max", "avg")
 
 
+def is_heartbeat_window(row: dict[str, Any]) -> bool:
+    """The row of a window's heartbeats, which belong to no metric (``pipeline.window_results``)."""
+    return row["metricName"] is None
+
+
 def to_record(row: dict[str, Any]) -> Record:
     payload = {name: row[name] for name in PAYLOAD_FIELDS}
     payload["processingId"] = row["processingId"]
@@ -49,7 +54,8 @@ class ReplayLogSink:
             raise RuntimeError("the streaming query id was never bound to the sink")
         assert self._query_id is not None
         started = time.perf_counter()
-        records = [to_record(row.asDict()) for row in batch.collect()]
+        rows = [row.asDict() for row in batch.collect()]
+        records = [to_record(row) for row in rows if not is_heartbeat_window(row)]
         self.faults.reached("before-commit", batch_id)
         result = self.writer.commit_batch(
             self._query_id, batch_id, records, between_chunks=lambda _i, _r: self._between_chunks(batch_id)

@@ -32,6 +32,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_option(parser, "--duplicate-ratio", type=float, default=0.0, help="share of events sent twice")
     add_option(parser, "--malformed-ratio", type=float, default=0.0,
                help="share of events followed by a malformed record")
+    add_option(parser, "--late-ratio", type=float, default=0.0,
+               help="share of events followed by a late event, --late-by-ms older (dropped by the aggregator)")
+    add_option(parser, "--late-by-ms", type=positive_int, default=60_000,
+               help="how much older than the newest event a late event is (keep it far above the watermark "
+                    "delay plus a few micro-batches of event time, so it is late without doubt)")
+    add_option(parser, "--heartbeat-ms", type=non_negative_int, default=0,
+               help="every this many ms of event time, a heartbeat to every partition (0: none); it moves "
+                    "the watermark so the last window of a quiet stream closes")
+    add_option(parser, "--idle-seconds", type=float, default=0.0,
+               help="keep sending heartbeats this long after the last event (with --realtime: a quiet stream)")
     parser.add_argument("--realtime", action="store_true",
                         help="send each event when its event time comes instead of as fast as possible")
     add_option(parser, "--events-file", default="",
@@ -48,6 +58,8 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed, metrics=args.metrics, sources=args.sources, rate=args.rate,
         start_ms=args.start_ms or int(time.time() * 1000), max_disorder_ms=args.max_disorder_ms,
         duplicate_ratio=args.duplicate_ratio, malformed_ratio=args.malformed_ratio,
+        late_ratio=args.late_ratio, late_by_ms=args.late_by_ms, heartbeat_ms=args.heartbeat_ms,
+        idle_ms=int(args.idle_seconds * 1000),
     )
     stats = publish(
         generate(config, count),

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 from confluent_kafka import KafkaError, Message, Producer
 
-from sparkwire.producer.events import ProducedRecord
+from sparkwire.producer.events import ProducedRecord, RecordKind
+
+_COUNTER_OF_KIND: dict[RecordKind, str] = {
+    "event": "events", "duplicate": "duplicates", "malformed": "malformed", "late": "late", "heartbeat": "heartbeats",
+}
 
 
 class PublishError(RuntimeError):
@@ -24,6 +28,8 @@ class PublishStats:
     events: int = 0
     duplicates: int = 0
     malformed: int = 0
+    late: int = 0
+    heartbeats: int = 0
     failed: int = 0
 
 
@@ -59,28 +65,28 @@ def publish(
 
     started = time.monotonic()
     sink: IO[str] | None = events_file.open("w") if events_file else None
+    partitions: list[int] | None = None
     try:
         for record in records:
             if realtime:
                 delay = started + record.due_ms / 1000 - time.monotonic()
                 if delay > 0:
                     time.sleep(delay)
-            while True:
-                try:
-                    producer.produce(topic, value=record.value, key=record.key, on_delivery=on_delivery)
-                    break
-                except BufferError:
-                    producer.poll(0.1)  # local queue full: let deliveries drain
+            if record.kind == "heartbeat":
+                # Kafka orders records only within a partition: a heartbeat in each one follows
+                # everything sent there before it, whichever partitions a reader is assigned.
+                if partitions is None:
+                    partitions = _partitions(producer, topic)
+                for partition in partitions:
+                    _send(producer, topic, record.value, None, on_delivery, partition)
+            else:
+                _send(producer, topic, record.value, record.key, on_delivery)
             producer.poll(0)
             if sink is not None:
                 sink.write(json.dumps({"kind": record.kind, "value": record.value}) + "\n")
             stats.sent += 1
-            if record.kind == "event":
-                stats.events += 1
-            elif record.kind == "duplicate":
-                stats.duplicates += 1
-            else:
-                stats.malformed += 1
+            counter = _COUNTER_OF_KIND[record.kind]
+            setattr(stats, counter, getattr(stats, counter) + 1)
     finally:
         remaining = producer.flush(60)
         if sink is not None:
@@ -88,3 +94,21 @@ def publish(
     if remaining or errors:
         raise PublishError(f"{len(errors)} records failed, {remaining} undelivered: {errors[:3]}")
     return stats
+
+
+def _send(producer: Producer, topic: str, value: str, key: str | None,
+          on_delivery: Callable[[KafkaError | None, Message], None], partition: int | None = None) -> None:
+    extra: dict[str, Any] = {} if partition is None else {"partition": partition}
+    while True:
+        try:
+            producer.produce(topic, value=value, key=key, on_delivery=on_delivery, **extra)
+            return
+        except BufferError:
+            producer.poll(0.1)  # local queue full: let deliveries drain
+
+
+def _partitions(producer: Producer, topic: str) -> list[int]:
+    metadata = producer.list_topics(topic, timeout=30).topics[topic]
+    if metadata.error is not None or not metadata.partitions:
+        raise PublishError(f"topic {topic!r} has no partitions to send heartbeats to: {metadata.error}")
+    return sorted(metadata.partitions)

@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 from sparkwire.verify.compare import Report, check_seqs, compare
-from sparkwire.verify.expected import WindowResult, expected_results, parse_event, processing_id
+from sparkwire.verify.expected import (
+    Outcome,
+    WindowResult,
+    expected_outcome,
+    expected_results,
+    parse_event,
+    parse_heartbeat,
+    processing_id,
+)
+from sparkwire.verify.lateness import AmbiguousLateness
 
-__all__ = ["Report", "WindowResult", "check_seqs", "compare", "expected_results", "parse_event",
-           "processing_id"]
+__all__ = ["AmbiguousLateness", "Outcome", "Report", "WindowResult", "check_seqs", "compare", "expected_outcome",
+           "expected_results", "parse_event", "parse_heartbeat", "processing_id"]

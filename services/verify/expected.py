@@ -1,8 +1,9 @@
 """Expected window results computed in plain Python from the produced records, independently of Spark.
 
 This is the oracle of the exactly-once tests: it shares no code with the aggregator, only the contract
-(docs/replay-log.md): validity of a raw event, dedup by eventId, tumbling windows aligned to the epoch,
-results emitted once the watermark (max event time - delay) has passed the window end.
+(docs/replay-log.md): validity of a raw event, heartbeats (they move event time and count in no window),
+late events dropped (``lateness.py``), dedup by eventId, tumbling windows aligned to the epoch, results
+emitted once the watermark (max event time - delay) has passed the window end.
 """
 
 from __future__ import annotations
@@ -10,7 +11,11 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from sparkwire.verify.lateness import LatenessModel
+
+MAX_TIMESTAMP_MS = 253_402_300_799_999
 
 
 @dataclass(frozen=True)
@@ -49,13 +54,29 @@ def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def parse_event(raw: str) -> Event | None:
-    """The event in ``raw``, or None when it is not a valid event."""
+def _document(raw: str) -> dict[str, object] | None:
     try:
         document = json.loads(raw)
     except ValueError:
         return None
-    if not isinstance(document, dict):
+    return document if isinstance(document, dict) else None
+
+
+def parse_heartbeat(raw: str) -> int | None:
+    """The event time a heartbeat record moves the stream to, or None when ``raw`` is not a heartbeat."""
+    document = _document(raw)
+    if document is None or document.get("type") != "heartbeat":
+        return None
+    timestamp = document.get("timestamp")
+    if isinstance(timestamp, int) and not isinstance(timestamp, bool) and 0 <= timestamp <= MAX_TIMESTAMP_MS:
+        return timestamp
+    return None
+
+
+def parse_event(raw: str) -> Event | None:
+    """The event in ``raw``, or None when it is not a valid event (a heartbeat is not an event)."""
+    document = _document(raw)
+    if document is None or document.get("type") == "heartbeat":
         return None
     timestamp, metric, value = document.get("timestamp"), document.get("metricName"), document.get("value")
     source_id, event_id = document.get("sourceId"), document.get("eventId")
@@ -69,26 +90,53 @@ def parse_event(raw: str) -> Event | None:
     return Event(timestamp, metric, float(value), source_id, event_id)
 
 
-def expected_results(raw_values: Iterable[str], window_ms: int, delay_ms: int) -> dict[str, WindowResult]:
-    """Results by processingId for every window closed by the final watermark."""
+@dataclass
+class Outcome:
+    """What the oracle expects: results by processingId, and the events dropped as late."""
+
+    results: dict[str, WindowResult] = field(default_factory=dict)
+    late_events: list[str] = field(default_factory=list)
+
+
+def expected_outcome(
+    raw_values: Iterable[str], window_ms: int, delay_ms: int, *, late_margin_ms: int | None = None
+) -> Outcome:
+    """Results for every window closed by the final watermark, and the events dropped as late, from the
+    records in produced order; ``late_margin_ms``: see ``lateness.py`` (None: no event may be late)."""
+    outcome = Outcome()
     seen: set[str] = set()
     sums: dict[tuple[int, str], list[float]] = {}
-    max_timestamp: int | None = None
+    lateness = LatenessModel(delay_ms, late_margin_ms)
     for raw in raw_values:
+        beat = parse_heartbeat(raw)
+        if beat is not None:
+            lateness.advance(beat)
+            continue
         event = parse_event(raw)
-        if event is None or event.event_id in seen:
+        if event is None:
+            continue
+        if lateness.is_late(event.timestamp):
+            outcome.late_events.append(event.event_id)
+            continue
+        lateness.advance(event.timestamp)
+        if event.event_id in seen:
             continue
         seen.add(event.event_id)
         start = event.timestamp - event.timestamp % window_ms
         sums.setdefault((start, event.metric), []).append(event.value)
-        max_timestamp = event.timestamp if max_timestamp is None else max(max_timestamp, event.timestamp)
-    if max_timestamp is None:
-        return {}
-    watermark = max_timestamp - delay_ms
-    results = {}
+    if lateness.newest is None:
+        return outcome
+    watermark = lateness.newest - delay_ms
     for (start, metric), values in sums.items():
         if start + window_ms <= watermark:
             result = WindowResult(metric, start, start + window_ms, len(values), sum(values), min(values),
                                   max(values))
-            results[result.processing_id] = result
-    return results
+            outcome.results[result.processing_id] = result
+    return outcome
+
+
+def expected_results(
+    raw_values: Iterable[str], window_ms: int, delay_ms: int, *, late_margin_ms: int | None = None
+) -> dict[str, WindowResult]:
+    """Results by processingId for every window closed by the final watermark."""
+    return expected_outcome(raw_values, window_ms, delay_ms, late_margin_ms=late_margin_ms).results

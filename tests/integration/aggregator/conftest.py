@@ -14,7 +14,7 @@ import redis as redis_lib
 
 from sparkwire.replaylog import ReplayLogReader, StreamMeta
 from sparkwire.stack import KafkaBroker, ManagedProcess, RedisServer, free_port
-from sparkwire.verify import WindowResult, expected_results
+from sparkwire.verify import Outcome, WindowResult, expected_outcome, expected_results
 
 WINDOW_MS = 1_000
 DELAY_MS = 500
@@ -61,7 +61,7 @@ class Pipeline:
     def reader(self) -> ReplayLogReader:
         return ReplayLogReader(redis_lib.Redis.from_url(self.redis_server.url), self.name)
 
-    def produce(self, count: int, **options: float) -> None:
+    def produce(self, count: int, *flags: str, **options: float) -> None:
         command = [
             sys.executable, "-m", "sparkwire.cli", "produce", "--bootstrap-servers", self.kafka.bootstrap,
             "--topic", self.topic, "--count", str(count), "--rate", "200", "--start-ms", str(START_MS),
@@ -69,13 +69,20 @@ class Pipeline:
         ]  # fmt: skip
         for name, value in options.items():
             command += [f"--{name.replace('_', '-')}", str(value)]
+        command += flags
         producer = ManagedProcess(f"produce-{len(self.runs)}", command, self.workdir)
         producer.start()
         assert wait_exit(producer, 120) == 0, producer.log_tail()
 
+    def produced(self) -> list[str]:
+        """Every produced record's value, in produced order."""
+        return [json.loads(line)["value"] for line in self.events_file.read_text().splitlines()]
+
     def expected(self) -> dict[str, WindowResult]:
-        raw = [json.loads(line)["value"] for line in self.events_file.read_text().splitlines()]
-        return expected_results(raw, WINDOW_MS, DELAY_MS)
+        return expected_results(self.produced(), WINDOW_MS, DELAY_MS)
+
+    def outcome(self, late_margin_ms: int) -> Outcome:
+        return expected_outcome(self.produced(), WINDOW_MS, DELAY_MS, late_margin_ms=late_margin_ms)
 
     def start(self, fault: str | None = None) -> ManagedProcess:
         self.metrics_port = free_port()
