@@ -3,6 +3,7 @@ objects. The tools come from ``make setup`` (``infra/k8s-tools.sh``) under ``.ca
 
 from __future__ import annotations
 
+import base64
 import functools
 import subprocess
 from collections.abc import Iterable, Iterator, Mapping
@@ -126,3 +127,26 @@ def env_of(container: Obj) -> dict[str, Obj]:
 @pytest.fixture(scope="session")
 def default_objects() -> list[Obj]:
     return render()
+
+
+def gateway_container(objects: list[Obj]) -> Obj:
+    containers: list[Obj] = find(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
+    return next(c for c in containers if c["name"] == "gateway")
+
+
+def resolved_env(objects: list[Obj], secrets: dict[str, dict[str, str]] | None = None) -> dict[str, str]:
+    """The gateway container's SPARKWIRE_* variables as the kubelet would give them: literal values, and
+    secretKeyRefs read from the rendered Secrets (or ``secrets``, standing in for existing ones)."""
+    known = {o["metadata"]["name"]: {k: base64.b64decode(v).decode() for k, v in o.get("data", {}).items()}
+             for o in objects if o["kind"] == "Secret"}
+    known.update(secrets or {})
+    env: dict[str, str] = {}
+    for name, entry in env_of(gateway_container(objects)).items():
+        if not name.startswith("SPARKWIRE_"):
+            continue
+        if "value" in entry:
+            env[name] = entry["value"]
+        elif "secretKeyRef" in entry.get("valueFrom", {}):
+            ref = entry["valueFrom"]["secretKeyRef"]
+            env[name] = known[ref["name"]][ref["key"]]
+    return env

@@ -17,33 +17,10 @@ import pytest
 from sparkwire.cli import build_parser
 from sparkwire.gateway.settings import auth_problem
 
-from .conftest import CHART, FULLNAME, Obj, env_of, find, has, render, render_error
+from .conftest import CHART, FULLNAME, env_of, find, gateway_container, has, render, render_error, resolved_env
 
 GATEWAY = f"{FULLNAME}-gateway"
 AUTH_SECRET = f"{GATEWAY}-auth"
-
-
-def gateway_container(objects: list[Obj]) -> Obj:
-    containers: list[Obj] = find(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
-    return next(c for c in containers if c["name"] == "gateway")
-
-
-def resolved_env(objects: list[Obj], secrets: dict[str, dict[str, str]] | None = None) -> dict[str, str]:
-    """The gateway container's SPARKWIRE_* variables as the kubelet would give them: literal values, and
-    secretKeyRefs read from the rendered Secrets (or ``secrets``, standing in for existing ones)."""
-    known = {o["metadata"]["name"]: {k: base64.b64decode(v).decode() for k, v in o.get("data", {}).items()}
-             for o in objects if o["kind"] == "Secret"}
-    known.update(secrets or {})
-    env: dict[str, str] = {}
-    for name, entry in env_of(gateway_container(objects)).items():
-        if not name.startswith("SPARKWIRE_"):
-            continue
-        if "value" in entry:
-            env[name] = entry["value"]
-        elif "secretKeyRef" in entry.get("valueFrom", {}):
-            ref = entry["valueFrom"]["secretKeyRef"]
-            env[name] = known[ref["name"]][ref["key"]]
-    return env
 
 
 def parsed(env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> argparse.Namespace:

@@ -93,7 +93,8 @@ def test_an_origin_outside_the_allow_list_is_refused(secured: GatewayProcess, un
     code, texts = asyncio.run(origin_outcome(secured.ws(unique_name), "https://evil.example"))
     assert code == 1008
     error = json.loads(texts[-1])
-    assert (error["type"], error["code"], error["reason"]) == ("error", 1008, "origin 'https://evil.example' not allowed")
+    assert (error["type"], error["code"]) == ("error", 1008)
+    assert error["reason"] == "origin 'https://evil.example' not allowed"
 
 
 @pytest.mark.parametrize(("allow_missing", "origin", "expected"), [
