@@ -5,12 +5,16 @@ a producer of live events (with some duplicates and malformed records). Prints e
 committed and the address of the browser page; a Python client reads the stream through nginx while
 one gateway is killed and restarted halfway. At the end the log is checked against results computed
 independently from the produced events, and the client's entries against the log.
+
+The gateways require tokens, as a chart install does: the demo generates a secret for this run and
+mints the tokens of the page (in the printed address, ``#token=…``) and of the Python client.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import secrets
 import sys
 import time
 from pathlib import Path
@@ -18,6 +22,7 @@ from pathlib import Path
 import redis
 
 from sparkwire.client import BackgroundClient
+from sparkwire.gateway.auth import issue_token
 from sparkwire.replaylog import ReplayLogReader
 from sparkwire.stack import GatewayProcess, KafkaBroker, ManagedProcess, NginxBalancer, RedisServer
 from sparkwire.stack.paths import cache_dir
@@ -71,11 +76,17 @@ def main(argv: list[str] | None = None) -> int:
             "--duration", str(args.seconds), "--rate", str(args.rate), "--max-disorder-ms", "300",
             "--duplicate-ratio", "0.02", "--malformed-ratio", "0.01", "--events-file", str(events_file),
         ], workdir)  # fmt: skip
-        gateways = [GatewayProcess(workdir, redis_server.url, [STREAM]).start() for _ in range(2)]
+        auth_secret = secrets.token_urlsafe(48)  # this run's only: the tokens below die with it
+        # Long enough for the run, the check and --hold, and for a page left open a while after.
+        token = issue_token(auth_secret, [STREAM], 3600 + args.seconds + args.hold, subject="demo",
+                            now=int(time.time()))
+        gateways = [GatewayProcess(workdir, redis_server.url, [STREAM], auth_secret=auth_secret).start()
+                    for _ in range(2)]
         nginx = NginxBalancer(workdir / "nginx", [g.port for g in gateways])
         nginx.start()
-        _say(f"gateways on ports {[g.port for g in gateways]} behind nginx; open {nginx.url}/?stream={STREAM}")
-        watcher = BackgroundClient(f"{nginx.ws_url}/ws?stream={STREAM}").start()
+        page = f"{nginx.url}/?stream={STREAM}#token={token}"
+        _say(f"gateways on ports {[g.port for g in gateways]} behind nginx (tokens required); open {page}")
+        watcher = BackgroundClient(f"{nginx.ws_url}/ws?stream={STREAM}", token=token).start()
         _say("starting the Spark aggregator (takes ~10 s) and the producer")
         aggregator.start()
         producer.start()
@@ -117,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
                  + f"{len(watcher.client.applied)} entries applied of {len(log)}, {stats.reconnects} reconnects, "
                  f"closes {stats.closes}, duplicates {stats.duplicates}, gaps {stats.gaps}")
             if args.hold:
-                _say(f"holding for {args.hold} s: {nginx.url}/?stream={STREAM}")
+                _say(f"holding for {args.hold} s: {page}")
                 time.sleep(args.hold)
         finally:
             watcher.stop()
