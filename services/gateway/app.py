@@ -20,6 +20,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket
 
 from sparkwire.gateway import metrics
+from sparkwire.gateway.auth import AuthError, check_token
 from sparkwire.gateway.close_codes import CloseCode, close_reason
 from sparkwire.gateway.connection import Close, Connection, ConnectionSettings
 from sparkwire.gateway.history import read_snapshot
@@ -90,6 +91,15 @@ def create_app(gateway: Gateway) -> Starlette:
 
     async def snapshot(request: Request) -> Response:
         stream = request.query_params.get("stream", "")
+        if gateway.connection.auth_secret:
+            # The stream's whole current state: the same token as a hello, as a bearer header.
+            scheme, _, token = request.headers.get("authorization", "").partition(" ")
+            try:
+                check_token(token if scheme.lower() == "bearer" else None, gateway.connection.auth_secret, stream)
+            except AuthError as error:
+                if error.code == CloseCode.FORBIDDEN_STREAM:
+                    return JSONResponse({"error": error.reason}, status_code=403)
+                return JSONResponse({"error": error.reason}, status_code=401, headers={"WWW-Authenticate": "Bearer"})
         hub = gateway.hubs.get(stream)
         if hub is None:
             return JSONResponse({"error": f"stream {stream!r} is not served here"}, status_code=404)

@@ -10,6 +10,8 @@ import os
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,7 +25,7 @@ from sparkwire.gateway.auth import issue_token
 from sparkwire.stack import RedisServer
 from sparkwire.stack.ports import free_port
 
-from .conftest import SECRET, GatewayProcess
+from .conftest import SECRET, GatewayProcess, http_status
 from .raw_client import Received, closed_with, collect, open_session
 
 
@@ -159,3 +161,25 @@ def test_the_explicit_opt_out_starts_with_a_loud_warning(redis_server: RedisServ
         assert asyncio.run(origin_outcome(process.ws(unique_name), None))[0] is None, "no token needed"
     finally:
         process.stop()
+
+
+def test_the_rest_snapshot_needs_the_same_token(secured: GatewayProcess, unique_name: str) -> None:
+    def get(token: str | None, scheme: str = "Bearer") -> int:
+        request = urllib.request.Request(f"{secured.http}/snapshot?stream={unique_name}",
+                                         headers={"Authorization": f"{scheme} {token}"} if token else {})
+        try:
+            with urllib.request.urlopen(request, timeout=5) as response:
+                return int(response.status)
+        except urllib.error.HTTPError as error:
+            return int(error.code)
+
+    now = int(time.time())
+    assert get(None) == 401
+    assert get("a.b.c") == 401
+    assert get(issue_token(SECRET, [unique_name], 60, now=now), scheme="Basic") == 401
+    assert get(issue_token(SECRET, [f"{unique_name}-other"], 60, now=now)) == 403
+    assert get(issue_token(SECRET, [unique_name], 60, now=now)) == 200
+
+
+def test_without_auth_the_rest_snapshot_is_open(gateway: GatewayProcess, unique_name: str) -> None:
+    assert http_status(f"{gateway.http}/snapshot?stream={unique_name}") == 200
