@@ -10,7 +10,7 @@ import random
 import socket
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from websockets.asyncio.client import ClientConnection, connect
@@ -27,7 +27,7 @@ from sparkwire.client.reconnect import (
 )
 from sparkwire.client.server_frames import ReceivedEntry
 from sparkwire.client.session import ClientSession
-from sparkwire.gateway.close_codes import close_reason
+from sparkwire.gateway.close_codes import CloseCode, close_reason
 from sparkwire.gateway.protocol import Cursor
 from sparkwire.replaylog.model import StateItem
 
@@ -61,12 +61,17 @@ class _Ended:
     stopped: bool = False
 
 
+TOKEN_EXPIRED = int(CloseCode.TOKEN_EXPIRED)
+
+
 class StreamClient:
     """One stream, read exactly once over WebSockets: ``await run()`` until ``await stop()``.
 
     ``url`` is the gateway's, e.g. ``ws://127.0.0.1:8080/ws?stream=metrics``. ``run()`` raises
     ``TerminalClose`` when the server ends the session with a code that must not be retried (also kept
     in ``stats().terminal``); every other ending reconnects with backoff and resumes from ``cursor``.
+    ``refresh_token`` is awaited for a fresh token when the server closes with 4419 (token expired) and
+    the client resumes at once; without it, 4419 is terminal.
     """
 
     def __init__(
@@ -74,20 +79,26 @@ class StreamClient:
         url: str,
         *,
         token: str | None = None,
+        refresh_token: Callable[[], Awaitable[str]] | None = None,
         origin: str | None = None,
         on_entry: Callable[[ReceivedEntry], None] | None = None,
         dedup_capacity: int = 100_000,
         reconnect: ReconnectPolicy | None = None,
         open_timeout_s: float = 5.0,
+        silence_timeout_s: float = 30.0,
         open_socket: Callable[[], socket.socket] | None = None,
         rng: random.Random | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.url = url
         self.origin = origin
+        self.refresh_token = refresh_token
         self.session = ClientSession(token=token, on_entry=on_entry, dedup_capacity=dedup_capacity, clock=clock)
         self.reconnect = reconnect if reconnect is not None else ReconnectPolicy()
         self.open_timeout_s = open_timeout_s
+        # No frame at all for this long (the server pings every 20 s) means a dead or paused server, whose
+        # TCP connection may stay open for minutes: drop it and resume, like after a 1006.
+        self.silence_timeout_s = silence_timeout_s
         # A connected socket per attempt instead of websockets' own: to set socket options (tests use a
         # small receive buffer to stand in for a slow network) or to go through an already open tunnel.
         self.open_socket = open_socket
@@ -188,7 +199,7 @@ class StreamClient:
             self._closes[ended.code] += 1
             step = next_step(
                 ended.code, attempt=attempt, welcomed=ended.welcomed, policy=self.reconnect, rng=self._rng,
-                client_gap=ended.client_gap,
+                client_gap=ended.client_gap, can_refresh_token=self.refresh_token is not None,
             )
             # A frame this client cannot read would come again after a reconnect: a server or version bug.
             if not step.reconnect or ended.client_refused_frame:
@@ -198,20 +209,33 @@ class StreamClient:
                 self._terminal = TerminalClose(ended.code, error_frame.reason if error_frame and full else ended.reason)
                 raise self._terminal
             attempt, delay = step.attempt, step.delay_s
+            if ended.code == TOKEN_EXPIRED and self.refresh_token is not None:
+                self.session.token = await self.refresh_token()
 
     async def _serve(self, ws: ClientConnection) -> _Ended:
         session = self.session
         closer = asyncio.create_task(self._close_when_stopped(ws))
         try:
             await ws.send(session.begin_connection())
+            last_heard = time.monotonic()
             while True:
+                silent_for = time.monotonic() - last_heard
+                if silent_for >= self.silence_timeout_s:
+                    ws.transport.abort()  # a close handshake would wait for the silent server too
+                    reason = f"no frame from the server for {silent_for:.1f} s"
+                    return _Ended(ABNORMAL_CLOSURE, reason, welcomed=session.welcome is not None)
+                wait = self.silence_timeout_s - silent_for
+                ack_in = session.seconds_until_ack()
+                if ack_in is not None:
+                    wait = min(wait, ack_in)
                 try:
-                    async with asyncio.timeout(session.seconds_until_ack()):
+                    async with asyncio.timeout(wait):
                         message = await ws.recv()  # cancelling recv() loses no message (websockets docs)
                 except TimeoutError:
                     for frame in session.due_acks():
                         await ws.send(frame)
                     continue
+                last_heard = time.monotonic()
                 reaction = session.handle(message)
                 for frame in reaction.send:
                     await ws.send(frame)

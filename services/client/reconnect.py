@@ -60,19 +60,26 @@ class NextStep:
 
 
 def next_step(
-    code: int, *, attempt: int, welcomed: bool, policy: ReconnectPolicy, rng: random.Random, client_gap: bool = False
+    code: int, *, attempt: int, welcomed: bool, policy: ReconnectPolicy, rng: random.Random, client_gap: bool = False,
+    can_refresh_token: bool = False,
 ) -> NextStep:
     """What to do after a connection ended with ``code``.
 
     ``attempt`` counts the connections that failed in a row before this one; a connection that got its
     ``welcome`` worked, so the count starts over. ``client_gap``: the client closed because of a seq gap.
+    ``can_refresh_token``: the client has a way to get a fresh token; without one an expired token is as
+    final as a rejected one.
     """
     if client_gap:
         return NextStep(reconnect=True, delay_s=0.0, attempt=0)
+    if code == CloseCode.TOKEN_EXPIRED and not can_refresh_token:
+        return NextStep(reconnect=False, delay_s=0.0, attempt=attempt)
     if not is_resumable(code):
         return NextStep(reconnect=False, delay_s=0.0, attempt=attempt)
     if welcomed:
         attempt = 0
-    # A draining pod (1001) is not overloaded: another pod can take the client at once.
-    delay = 0.0 if code == CloseCode.GOING_AWAY and attempt == 0 else policy.delay(attempt, rng)
+    # A draining pod (1001) is not overloaded: another pod can take the client at once; nor is one that
+    # only found the token expired.
+    at_once = code in (CloseCode.GOING_AWAY, CloseCode.TOKEN_EXPIRED) and attempt == 0
+    delay = 0.0 if at_once else policy.delay(attempt, rng)
     return NextStep(reconnect=True, delay_s=delay, attempt=attempt + 1)

@@ -25,6 +25,7 @@ class CloseCode(IntEnum):
     UNKNOWN_STREAM = 4404
     TIMEOUT = 4408
     STREAM_RESET = 4409
+    TOKEN_EXPIRED = 4419
     UNSUPPORTED_VERSION = 4426
     SLOW_CONSUMER = 4429
     REDIS_UNAVAILABLE = 4503
@@ -65,6 +66,8 @@ _SPECS = (
     CloseSpec(CloseCode.UNKNOWN_STREAM, False, "unknown stream", "stream name missing, invalid or not served"),
     CloseSpec(CloseCode.TIMEOUT, True, "timeout", "no hello within the hello timeout, or no pong to a ping"),
     CloseSpec(CloseCode.STREAM_RESET, True, "stream reset", "the stream's epoch changed while connected"),
+    CloseSpec(CloseCode.TOKEN_EXPIRED, True, "token expired",
+              "the token expired, at the hello or while connected (resume with a fresh token)"),
     CloseSpec(CloseCode.UNSUPPORTED_VERSION, False, "unsupported protocol version", "hello.v is not supported"),
     CloseSpec(CloseCode.SLOW_CONSUMER, True, "slow consumer", "the client fell too far behind live"),
     CloseSpec(CloseCode.REDIS_UNAVAILABLE, True, "redis unavailable", "the replay log cannot be read"),

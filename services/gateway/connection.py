@@ -19,7 +19,7 @@ from redis.exceptions import RedisError
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from sparkwire.gateway import metrics
-from sparkwire.gateway.auth import AuthError, check_token
+from sparkwire.gateway.auth import AuthError, Grant, check_token
 from sparkwire.gateway.close_codes import CloseCode, close_reason
 from sparkwire.gateway.history import read_after, read_snapshot
 from sparkwire.gateway.hub import LiveEntry, StreamHub, Subscription
@@ -86,6 +86,8 @@ class Connection:
         self.draining = draining
         self.stream = hub.stream
         self.session_id = ""
+        self.session_adopted = False  # the hello's session id was issued here to the same subject
+        self.grant: Grant | None = None
         self.epoch = ""
         self.merger = ReplayMerger(0)
         self.last_ack = 0
@@ -126,8 +128,8 @@ class Connection:
     async def _serve(self) -> None:
         hello = await self._receive_hello()
         if self.settings.auth_secret:
-            check_token(hello.token, self.settings.auth_secret, self.stream)
-        self.session_id = hello.session or uuid.uuid4().hex
+            self.grant = check_token(hello.token, self.settings.auth_secret, self.stream)
+        await self._choose_session(hello.session)
         subscription = self.hub.subscribe()  # before any read, so nothing committed from now on is missed
         try:
             await self._start(hello)
@@ -149,6 +151,15 @@ class Connection:
             raise ProtocolError(CloseCode.PROTOCOL_VIOLATION, "the first frame must be a hello")
         return frame
 
+    async def _choose_session(self, requested: str | None) -> None:
+        """Keep the hello's session id only if a pod issued it for this stream to the same subject; any
+        other id gets a fresh one, so a client cannot take over a session by naming it."""
+        subject = self.grant.subject if self.grant else ""
+        if requested is not None and await self.sessions.owner(requested, self.stream) == subject:
+            self.session_id, self.session_adopted = requested, True
+        else:
+            self.session_id, self.session_adopted = uuid.uuid4().hex, False
+
     def _payload(self, message: Mapping[str, Any]) -> str | bytes:
         if message["type"] == "websocket.disconnect":
             raise WebSocketDisconnect(int(str(message.get("code", 1000))))
@@ -160,12 +171,12 @@ class Connection:
     async def _start(self, hello: Hello) -> None:
         meta = await self.hub.meta()
         # Loaded even with a cursor: its counts are the baseline of the cumulative ones the acks carry.
-        stored = await self.sessions.load(self.session_id, self.stream) if hello.session else None
+        stored = await self.sessions.load(self.session_id, self.stream) if self.session_adopted else None
         plan = decide_start(hello.cursor, stored.seq if stored else None, meta,
                             session_epoch=stored.epoch if stored else None)
         if stored is not None:
             self.reported = (stored.duplicates, stored.gaps)
-        await self.sessions.connected(self.session_id, self.stream)
+        await self.sessions.connected(self.session_id, self.stream, self.grant.subject if self.grant else "")
         self.epoch = meta.epoch
         await self.websocket.send_text(encode_welcome(Welcome(
             session=self.session_id, epoch=meta.epoch, head_seq=meta.last_seq, recovered=plan.recovered,
@@ -190,7 +201,8 @@ class Connection:
         reset = asyncio.create_task(subscription.reset.wait())
         drain = asyncio.create_task(self.draining.wait())
         heartbeat = asyncio.create_task(self._heartbeat())
-        tasks = {sender, receiver, overflow, reset, drain, heartbeat}
+        expiry = asyncio.create_task(self._token_expiry())
+        tasks = {sender, receiver, overflow, reset, drain, heartbeat, expiry}
         try:
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -202,6 +214,8 @@ class Connection:
             raise Close(CloseCode.STREAM_RESET, "stream epoch changed")
         if drain in done:
             raise Close(CloseCode.GOING_AWAY, "pod draining")
+        if expiry in done:
+            raise Close(CloseCode.TOKEN_EXPIRED, "token expired")
         for task in done:
             task.result()  # re-raise what ended the sender or the receiver
 
@@ -282,6 +296,14 @@ class Connection:
             t += 1
             await self.websocket.send_text(encode_heartbeat(Ping(t)))
 
+    async def _token_expiry(self) -> None:
+        """Return when the hello's token expires; never without auth. A token is checked at the hello
+        only, so without this a revoked reader would keep reading for as long as its connection lasts."""
+        if self.grant is None:
+            await asyncio.Event().wait()
+            return
+        await asyncio.sleep(max(self.grant.expires_at - time.time(), 0.0))
+
     async def _receive_loop(self) -> None:
         while True:
             message = await self.websocket.receive()
@@ -307,7 +329,8 @@ class Connection:
             metrics.CLIENT_GAPS.labels(stream=self.stream).inc(ack.gaps - gaps)
         self.reported = (max(duplicates, ack.duplicates), max(gaps, ack.gaps))
         self.last_ack = ack.seq
-        self.sessions.acked(self.session_id, self.stream, SessionPosition(self.epoch, ack.seq, *self.reported))
+        self.sessions.acked(self.session_id, self.stream, SessionPosition(self.epoch, ack.seq, *self.reported),
+                            self.grant.subject if self.grant else "")
 
     async def _close(self, code: CloseCode, reason: str) -> None:
         with contextlib.suppress(Exception):

@@ -18,6 +18,7 @@ import uvicorn
 
 from sparkwire import logs
 from sparkwire.gateway.app import Gateway, create_app
+from sparkwire.gateway.protocol import MAX_CLIENT_MESSAGE_BYTES
 from sparkwire.gateway.sessions import SessionStore
 from sparkwire.gateway.settings import add_arguments, auth_problem, connection_settings, split_list
 from sparkwire.replaylog.keys import StreamKeys
@@ -77,7 +78,8 @@ def run(args: argparse.Namespace) -> int:
     )
     config = uvicorn.Config(
         create_app(gateway), host=args.host, port=args.port, log_level=args.log_level.lower(),
-        ws_max_size=args.max_frame_bytes, ws_per_message_deflate=args.per_message_deflate,
+        ws_max_size=max(args.max_frame_bytes, MAX_CLIENT_MESSAGE_BYTES),
+        ws_per_message_deflate=args.per_message_deflate,
         # No WebSocket-level pings: the gateway's own pings (which browsers can answer) detect dead clients.
         ws_ping_interval=None, ws_ping_timeout=None, access_log=False,
         timeout_graceful_shutdown=max(args.drain_seconds, 1), lifespan="on",

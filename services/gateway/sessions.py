@@ -51,7 +51,8 @@ class SessionStore:
         self.ttl_seconds = ttl_seconds
         self.pod = pod
         self.flush_interval_s = flush_interval_s
-        self._pending: dict[tuple[str, str], tuple[SessionPosition, int]] = {}
+        # (session, stream) -> (position, ack time, subject): acks not written yet.
+        self._pending: dict[tuple[str, str], tuple[SessionPosition, int, str]] = {}
 
     async def load(self, session_id: str, stream: str) -> SessionPosition | None:
         pending = self._pending.get((session_id, stream))
@@ -64,16 +65,34 @@ class SessionStore:
         return SessionPosition(epoch=epoch.decode() if isinstance(epoch, bytes) else str(epoch), seq=int(seq),
                                duplicates=int(duplicates or 0), gaps=int(gaps or 0))
 
-    async def connected(self, session_id: str, stream: str) -> None:
+    async def owner(self, session_id: str, stream: str) -> str | None:
+        """The subject the session was issued to (``""`` with auth off), or None if no pod knows the id:
+        never issued here, or expired."""
+        if (session_id, stream) in self._pending:
+            return self._pending[(session_id, stream)][2]
+        exists, subject = await self._owner(session_key(session_id, stream))
+        if not exists:
+            return None
+        return subject.decode() if isinstance(subject, bytes) else str(subject or "")
+
+    async def _owner(self, key: str) -> tuple[bool, object]:
+        async with self.client.pipeline(transaction=False) as pipe:
+            pipe.exists(key)
+            pipe.hget(key, "subject")
+            exists, subject = await pipe.execute()
+        return bool(exists), subject
+
+    async def connected(self, session_id: str, stream: str, subject: str = "") -> None:
         key = session_key(session_id, stream)
         async with self.client.pipeline(transaction=True) as pipe:
-            pipe.hset(key, mapping={"pod": self.pod, "connected_ms": _now_ms(), "stream": stream})
+            pipe.hset(key, mapping={"pod": self.pod, "connected_ms": _now_ms(), "stream": stream,
+                                    "subject": subject})
             pipe.expire(key, self.ttl_seconds)
             await pipe.execute()
 
-    def acked(self, session_id: str, stream: str, position: SessionPosition) -> None:
+    def acked(self, session_id: str, stream: str, position: SessionPosition, subject: str = "") -> None:
         """Record an ack; it reaches Redis with the next flush."""
-        self._pending[(session_id, stream)] = (position, _now_ms())
+        self._pending[(session_id, stream)] = (position, _now_ms(), subject)
 
     async def flush(self, only: tuple[str, str] | None = None) -> None:
         """Write pending acks (all, or one session's) in one round trip; kept for the next try on error."""
@@ -85,11 +104,11 @@ class SessionStore:
             return
         try:
             async with self.client.pipeline(transaction=False) as pipe:
-                for (session_id, stream), (position, updated_ms) in batch.items():
+                for (session_id, stream), (position, updated_ms, subject) in batch.items():
                     key = session_key(session_id, stream)
                     pipe.hset(key, mapping={
                         "epoch": position.epoch, "seq": position.seq, "duplicates": position.duplicates,
-                        "gaps": position.gaps, "pod": self.pod, "updated_ms": updated_ms,
+                        "gaps": position.gaps, "pod": self.pod, "updated_ms": updated_ms, "subject": subject,
                     })
                     pipe.expire(key, self.ttl_seconds)
                 await pipe.execute()

@@ -14,7 +14,10 @@
  *
  * Options: `url` (default `/ws` on the page's host), `token` (JWT; sent in the hello, never in the URL),
  * `initialDelayMs` 500 and `maxDelayMs` 30000 (attempt n waits uniformly in [0, min(max, initial * 2^n)]),
- * `dedupCapacity` 100000 (processingIds remembered), `storage` (default localStorage; null: none).
+ * `dedupCapacity` 100000 (processingIds remembered), `storage` (default localStorage; null: none),
+ * `refreshToken` (async () => a fresh JWT: called when the server closes with 4419, token expired; the
+ * client then resumes at once with it — without it, 4419 is terminal), `silenceTimeoutMs` 30000 (no frame
+ * at all for this long — the server pings every 20 s — means a dead or paused server: resume elsewhere).
  * Read `client.state` (Map key -> {seq, processingId, data}), `client.cursor` ({epoch, seq} applied),
  * `client.welcome` (the open connection's welcome frame, e.g. its headSeq) and
  * `client.stats()` (connects, duplicates, gaps — also sent in acks —, snapshot resets by reason, closes
@@ -41,12 +44,14 @@ export const CLOSE_CODES = {
   1008: ["policy_violation", false], 1009: ["message_too_big", false], 1011: ["internal_error", true],
   4400: ["protocol_violation", false], 4401: ["auth_failed", false], 4403: ["forbidden_stream", false],
   4404: ["unknown_stream", false], 4408: ["timeout", true], 4409: ["stream_reset", true],
-  4426: ["unsupported_version", false], 4429: ["slow_consumer", true], 4503: ["redis_unavailable", true],
+  4419: ["token_expired", true], 4426: ["unsupported_version", false], 4429: ["slow_consumer", true], 4503: ["redis_unavailable", true],
 };
 // Closes nobody chose: 1005/1006 from the browser (no close frame), 1012-1014 from proxies.
 const TRANSIENT = new Set([1005, 1006, 1012, 1013, 1014]);
 const CLIENT_GAP_CLOSE = 1000;
 const CLIENT_PROTOCOL_ERROR = 1002;
+const TOKEN_EXPIRED = 4419;
+const ABNORMAL_CLOSURE = 1006;  // what a silent server's connection is reported as: a drop
 const UNANNOUNCED_RESET = "unannounced";  // a snapshot no welcome announced (a restart mid-connection)
 const SESSION_ID = /^[A-Za-z0-9_-]{1,128}$/;
 
@@ -153,7 +158,9 @@ const now = () => performance.now();
 export class SparkwireClient {
   constructor(options) {
     if (!options?.stream) throw new TypeError("SparkwireClient needs a stream");
-    this.options = { initialDelayMs: 500, maxDelayMs: 30000, dedupCapacity: 100000, ...options };
+    this.options = { initialDelayMs: 500, maxDelayMs: 30000, dedupCapacity: 100000, silenceTimeoutMs: 30000,
+      ...options };
+    this.token = this.options.token ?? null;
     const url = new URL(this.options.url ?? "/ws", globalThis.location?.href);
     if (url.protocol === "http:" || url.protocol === "https:") url.protocol = url.protocol.replace("http", "ws");
     url.searchParams.set("stream", this.options.stream);
@@ -226,18 +233,30 @@ export class SparkwireClient {
 
   _connect() {
     const conn = { ws: new WebSocket(this.url), opened: false, welcome: null, snapshotParts: [],
-      snapshotExpected: false, snapshotReason: null, ackedSeq: null, unacked: 0, unackedSince: null, ackTimer: null };
+      snapshotExpected: false, snapshotReason: null, ackedSeq: null, unacked: 0, unackedSince: null, ackTimer: null,
+      silenceTimer: null };
     this.conn = conn;
     this._status({ state: "connecting", attempt: this.attempt });
-    conn.ws.onopen = () => { conn.opened = true; this.counts.opened += 1; conn.ws.send(this._hello()); };
-    conn.ws.onmessage = (event) => this._onMessage(conn, event.data);
+    conn.ws.onopen = () => {
+      conn.opened = true; this.counts.opened += 1; conn.ws.send(this._hello()); this._heard(conn);
+    };
+    conn.ws.onmessage = (event) => { this._heard(conn); this._onMessage(conn, event.data); };
     conn.ws.onclose = (event) => this._ended(conn, { code: event.code, reason: event.reason });
+  }
+
+  /** A frame (or the open) arrived: the server is alive; silence from now on is counted again. */
+  _heard(conn) {
+    clearTimeout(conn.silenceTimer);
+    const ms = this.options.silenceTimeoutMs;
+    conn.silenceTimer = setTimeout(() => {
+      if (this.conn === conn) this._close(conn, 1000, `no frame from the server for ${ms} ms`, { code: ABNORMAL_CLOSURE });
+    }, ms);
   }
 
   _hello() {
     const hello = { type: "hello", v: PROTOCOL_VERSION, session: this.sessionId };
     if (this.cursor) hello.cursor = this.cursor;
-    if (this.options.token != null) hello.token = this.options.token;
+    if (this.token != null) hello.token = this.token;
     return JSON.stringify(hello);
   }
 
@@ -389,10 +408,12 @@ export class SparkwireClient {
     if (this.conn !== conn) return;
     this.conn = null;
     clearTimeout(conn.ackTimer);
+    clearTimeout(conn.silenceTimer);
     if (!this.running) return;  // stopped on purpose
     if (!conn.opened) this.counts.connectionFailures += 1;
     this.closes[code] = (this.closes[code] ?? 0) + 1;
-    if (refused || (!clientGap && !isResumable(code))) {
+    const refreshable = code === TOKEN_EXPIRED && typeof this.options.refreshToken === "function";
+    if (refused || (!clientGap && !isResumable(code)) || (code === TOKEN_EXPIRED && !refreshable)) {
       // The error frame sent before the close holds the reason the close frame may truncate.
       const full = this.lastError?.code === code ? this.lastError.reason : reason;
       this.terminal = { code, name: CLOSE_CODES[code]?.[0] ?? "unknown", reason: full };
@@ -407,11 +428,21 @@ export class SparkwireClient {
       const attempt = conn.welcome ? 0 : this.attempt;  // a welcomed connection worked: the count starts over
       // A draining pod (1001) is not overloaded: another pod can take the client at once.
       const ceiling = Math.min(this.options.maxDelayMs, this.options.initialDelayMs * 2 ** Math.min(attempt, 62));
-      delayMs = code === 1001 && attempt === 0 ? 0 : Math.random() * ceiling;
+      // A draining pod (1001) is not overloaded, nor is one that only found the token expired.
+      delayMs = (code === 1001 || code === TOKEN_EXPIRED) && attempt === 0 ? 0 : Math.random() * ceiling;
       this.attempt = attempt + 1;
     }
     this._status({ state: "waiting", code, reason, delayMs, attempt: this.attempt });
-    this.retryTimer = setTimeout(() => { if (this.running) this._connect(); }, delayMs);
+    const reconnect = () => { this.retryTimer = setTimeout(() => { if (this.running) this._connect(); }, delayMs); };
+    if (!refreshable) return reconnect();
+    Promise.resolve().then(() => this.options.refreshToken()).then((token) => {
+      this.token = token;
+      if (this.running) reconnect();
+    }, (error) => {
+      this.terminal = { code, name: "token_expired", reason: `token refresh failed: ${error}` };
+      this.running = false;
+      this._status({ state: "failed", ...this.terminal });
+    });
   }
 
   // -- persistence: session id, cursor and state together ---------------------------------------------------

@@ -9,8 +9,11 @@ from pathlib import Path
 
 import pytest
 import redis as redis_lib
+from playwright.sync_api import Browser
 
 from sparkwire.stack import Committer, GatewayProcess, RedisServer, http_status
+
+from .browser import launch_chromium
 
 __all__ = ["SECRET", "Committer", "GatewayProcess", "http_status", "wait_for"]
 
@@ -29,6 +32,19 @@ def committer(redis: redis_lib.Redis, unique_name: str) -> Iterator[Committer]:
     committer = Committer(redis, unique_name)
     yield committer
     committer.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    yield from launch_chromium()
+
+
+@pytest.fixture
+def console() -> Iterator[list[str]]:
+    """The pages' console and errors, printed at teardown (shown by pytest when a test fails)."""
+    lines: list[str] = []
+    yield lines
+    print("\n".join(lines))
 
 
 def wait_for(condition: object, timeout: float = 10.0) -> None:

@@ -5,14 +5,11 @@ gateways are SIGKILLed and drained under it."""
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 import redis as redis_lib
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page
 
 from sparkwire.gateway.close_codes import CLOSE_SPECS, CloseCode, is_resumable
 from sparkwire.gateway.protocol import (
@@ -28,44 +25,8 @@ from sparkwire.replaylog import ReplayLogReader
 from sparkwire.replaylog.model import Entry, Snapshot, StateItem
 from sparkwire.stack import NginxBalancer, RedisServer
 
+from .browser import WAIT_MS, open_page
 from .conftest import Committer, GatewayProcess, wait_for
-
-CHROMIUM = Path("/usr/bin/chromium")  # Debian's, from `make setup`: Playwright's own download is not used
-WAIT_MS = 30_000  # generous: the machine is shared; the tests themselves take a few seconds
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if not CHROMIUM.exists():
-        message = f"{CHROMIUM} not found: run `make setup` (or `apt-get install -y chromium`)"
-        if os.environ.get("CI"):
-            pytest.fail(message)  # CI's setup installs it: a missing browser there is a broken setup
-        pytest.skip(message)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM))
-        try:
-            yield browser
-        finally:
-            browser.close()
-
-
-@pytest.fixture
-def console() -> Iterator[list[str]]:
-    """The pages' console and errors, printed at teardown (shown by pytest when a test fails)."""
-    lines: list[str] = []
-    yield lines
-    print("\n".join(lines))
-
-
-def open_page(browser: Browser, console: list[str], url: str, *, init_script: str | None = None) -> Page:
-    context = browser.new_context()  # a fresh profile: empty localStorage
-    if init_script is not None:
-        context.add_init_script(init_script)
-    page = context.new_page()
-    page.on("console", lambda message: console.append(f"[{message.type}] {message.text}"))
-    page.on("pageerror", lambda error: console.append(f"[pageerror] {error}"))
-    page.goto(url)
-    return page
 
 
 def demo_url(base: str, stream: str) -> str:
@@ -181,8 +142,9 @@ def test_a_saved_cursor_of_another_epoch_is_replaced_by_a_snapshot_then_entries_
     assert page_state(page) == latest_per_key(redis, unique_name)
     final = stats(page)
     assert (final["duplicates"], final["gaps"], final["resets"]) == (0, 0, {"epoch_mismatch": 1}), final
-    assert final["sessionId"] == "browser-stale-tab"  # the server kept the saved session
-    wait_for(lambda: session_position(redis, "browser-stale-tab", unique_name) == (50, 0, 0), timeout=10)
+    # No pod issued the saved id (or it expired): the server handed out a new one, which the page adopted.
+    assert final["sessionId"] != "browser-stale-tab"
+    wait_for(lambda: session_position(redis, final["sessionId"], unique_name) == (50, 0, 0), timeout=10)
 
 
 def test_a_reloaded_page_resumes_after_its_saved_cursor_with_its_state(
@@ -436,3 +398,39 @@ def test_scripted_acks_by_time_a_final_ack_on_stop_and_backoff_with_jitter(
     assert page.evaluate("window.__sockets[5].closedWith") == [1000, "client stopping"]
     page.wait_for_timeout(150)
     assert page.evaluate("window.__sockets.length") == 6, "stopped: no reconnect"
+
+
+def test_scripted_an_expired_token_is_refreshed_and_the_client_resumes_at_once(
+    browser: Browser, console: list[str]
+) -> None:
+    page = scripted_page(browser, console, token="first")
+    page.evaluate("() => { client.options.refreshToken = async () => { events.push(['refresh']); return 'second'; }; }")
+    assert socket_opened(page, 0)[0]["token"] == "first"
+    deliver(page, 0, welcome_frame(recovered=False, reset="no_position"),
+            encode_snapshot(Snapshot(epoch="e1", seq=3, items={}), 1 << 20)[0], entries_frame(4, 5))
+    page.evaluate("window.__sockets[0].drop(4419, 'token expired')")
+    hello = socket_opened(page, 1)[0]
+    assert (hello["token"], hello["cursor"]) == ("second", {"epoch": "e1", "seq": 5})
+    assert len(events(page, "refresh")) == 1
+    waiting = [event for event in events(page, "status") if event[0] == "waiting"]
+    assert waiting[-1][1:3] == [4419, 0]  # no backoff: the server was fine, only the token was old
+
+
+def test_scripted_without_a_refresh_hook_an_expired_token_is_terminal(browser: Browser, console: list[str]) -> None:
+    page = scripted_page(browser, console, token="only")
+    socket_opened(page, 0)
+    page.evaluate("window.__sockets[0].drop(4419, 'token expired')")
+    page.wait_for_function("client.terminal !== null", timeout=WAIT_MS)
+    assert page.evaluate("client.terminal.code") == 4419
+    assert page.evaluate("window.__sockets.length") == 1
+
+
+def test_scripted_a_silent_server_is_left_and_the_client_resumes(browser: Browser, console: list[str]) -> None:
+    page = scripted_page(browser, console, silenceTimeoutMs=400, initialDelayMs=10, maxDelayMs=10)
+    socket_opened(page, 0)
+    deliver(page, 0, welcome_frame(recovered=True), entries_frame(1, 2))
+    # Then nothing: a paused pod whose TCP connection stays open.
+    hello = socket_opened(page, 1)[0]
+    assert hello["cursor"] == {"epoch": "e1", "seq": 2}
+    assert page.evaluate("window.__sockets[0].closedWith[0]") == 1000
+    assert page.evaluate("client.stats().closes") == {"1006": 1}

@@ -112,12 +112,13 @@ def test_acks_are_stored_in_the_session_and_a_cursorless_reconnect_resumes_there
     committer.commit(6)  # seqs 1..30
 
     async def run() -> tuple[Received, Received]:
-        ws = await open_session(gateway.ws(unique_name), {"session": "s-1", "cursor": {"epoch": "", "seq": 0}})
+        ws = await open_session(gateway.ws(unique_name), {"cursor": {"epoch": "", "seq": 0}})
         first = await collect(ws, Received(), until_seq=30)
         await ws.send(json.dumps({"type": "ack", "seq": 20, "duplicates": 0, "gaps": 0}))
         await asyncio.sleep(0.3)
         await ws.close()
-        ws = await open_session(gateway.ws(unique_name), {"session": "s-1"})
+        assert first.welcome is not None
+        ws = await open_session(gateway.ws(unique_name), {"session": first.welcome["session"]})
         second = await collect(ws, Received(), until_seq=30)
         await ws.close()
         return first, second
@@ -125,6 +126,7 @@ def test_acks_are_stored_in_the_session_and_a_cursorless_reconnect_resumes_there
     first, second = asyncio.run(run())
     assert first.seqs == list(range(1, 31))
     assert second.welcome is not None and second.welcome["recovered"] is True
+    assert second.welcome["session"] == first.welcome["session"]  # issued by a pod: kept
     assert second.seqs == list(range(21, 31))
 
 

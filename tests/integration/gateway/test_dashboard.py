@@ -5,23 +5,20 @@ gateway, a reload that replays windows already drawn and a reload answered with 
 from __future__ import annotations
 
 import json
-import os
 import random
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import redis as redis_lib
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page
 
 from sparkwire.aggregator.sink import to_record
 from sparkwire.replaylog import Record, ReplayLogReader
 from sparkwire.stack import Committer, GatewayProcess
 from sparkwire.verify.expected import WindowResult, expected_results
 
-CHROMIUM = Path("/usr/bin/chromium")  # Debian's, from `make setup`: Playwright's own download is not used
-WAIT_MS = 30_000  # generous: the machine is shared
+from .browser import WAIT_MS
+
 METRICS = ["checkout.latency_ms", "api.requests", "queue.depth"]
 WINDOW_MS = 10_000
 DELAY_MS = 5_000
@@ -89,26 +86,8 @@ class WindowCommitter(Committer):
                           "max": result.maximum, "avg": result.average})
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if not CHROMIUM.exists():
-        message = f"{CHROMIUM} not found: run `make setup` (or `apt-get install -y chromium`)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM))
-        try:
-            yield browser
-        finally:
-            browser.close()
 
 
-@pytest.fixture
-def console() -> Iterator[list[str]]:
-    lines: list[str] = []
-    yield lines
-    print("\n".join(lines))
 
 
 def wait_js(page: Page, predicate: str, arg: object = None) -> None:

@@ -54,3 +54,15 @@ def test_terminal_close_names_the_code() -> None:
     assert (error.code, error.name, error.reason) == (4401, "auth_failed", "token expired")
     assert "4401" in str(error) and "token expired" in str(error)
     assert TerminalClose(4999, "?").name == "unknown"
+
+
+def test_an_expired_token_resumes_at_once_only_with_a_way_to_refresh_it() -> None:
+    rng = random.Random(3)
+    without = next_step(4419, attempt=0, welcomed=True, policy=ReconnectPolicy(), rng=rng)
+    assert not without.reconnect
+    with_hook = next_step(4419, attempt=0, welcomed=True, policy=ReconnectPolicy(), rng=rng, can_refresh_token=True)
+    assert (with_hook.reconnect, with_hook.delay_s) == (True, 0.0)
+    # A fresh token refused again at once is a failure run like any other: backoff applies.
+    again = next_step(4419, attempt=1, welcomed=False, policy=ReconnectPolicy(initial_delay_s=1.0), rng=rng,
+                      can_refresh_token=True)
+    assert again.reconnect and again.attempt == 2
