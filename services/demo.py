@@ -23,9 +23,9 @@ import redis
 
 from sparkwire.client import BackgroundClient
 from sparkwire.gateway.auth import issue_token
+from sparkwire.paths import cache_dir
 from sparkwire.replaylog import ReplayLogReader
 from sparkwire.stack import GatewayProcess, KafkaBroker, ManagedProcess, NginxBalancer, RedisServer
-from sparkwire.stack.paths import cache_dir
 from sparkwire.verify import compare, expected_results
 
 WINDOW_MS = 2_000

@@ -20,6 +20,7 @@ from sparkwire import logs
 from sparkwire.aggregator.faults import FaultInjector
 from sparkwire.aggregator.sink import ReplayLogSink
 from sparkwire.options import add_option, non_negative_int, positive_int
+from sparkwire.paths import cache_dir
 from sparkwire.replaylog import ReplayLogWriter
 
 log = logging.getLogger(__name__)
@@ -66,9 +67,7 @@ def _connector_jars(directory: str) -> list[str]:
         if not jars:
             raise SystemExit(f"no jars in --spark-jars directory {directory!r}; run `make setup`")
         return jars
-    from sparkwire.stack.paths import repo_root  # only present in a source checkout
-
-    default = repo_root() / ".cache" / "spark-jars"
+    default = cache_dir() / "spark-jars"  # a source checkout's; images have the jars on the classpath
     return sorted(str(p) for p in default.glob("*.jar"))  # empty: jars are on Spark's classpath
 
 

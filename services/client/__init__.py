@@ -7,10 +7,11 @@ resume decisions and backoff, ``connection`` the asyncio loop around them (``Str
 
 from __future__ import annotations
 
+from sparkwire.protocol.server_frames import ReceivedEntry
+
 from .background import BackgroundClient
 from .connection import ClientStats, StreamClient
 from .reconnect import ReconnectPolicy, TerminalClose
-from .server_frames import ReceivedEntry
 from .session import ClientSession
 
 __all__ = [

@@ -25,10 +25,10 @@ from sparkwire.client.reconnect import (
     TerminalClose,
     next_step,
 )
-from sparkwire.client.server_frames import ReceivedEntry
 from sparkwire.client.session import ClientSession
-from sparkwire.gateway.close_codes import CloseCode, close_reason
-from sparkwire.gateway.protocol import Cursor
+from sparkwire.protocol.close_codes import CloseCode, close_reason
+from sparkwire.protocol.positions import Cursor
+from sparkwire.protocol.server_frames import ReceivedEntry
 from sparkwire.replaylog.model import StateItem
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from sparkwire.gateway.close_codes import CloseCode, is_resumable
+from sparkwire.protocol.close_codes import CloseCode, is_resumable
 
 # The closes the client makes itself: after a gap it closes normally and resumes at once, since the
 # server is healthy and only this connection's stream of seqs is broken.

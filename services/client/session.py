@@ -2,29 +2,32 @@
 
 Owns what survives reconnects (session id, cursor, state, dedup memory, counts) and what one connection
 needs (welcome parameters, a snapshot being assembled, ack coalescing). ``connection.py`` feeds it
-frames; unit tests feed it frames built by the gateway's encoders.
+frames; unit tests feed it frames built by the server's encoders (``sparkwire.protocol``).
 """
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from sparkwire.client.server_frames import (
+from sparkwire.client.dedup import ClientDeduper
+from sparkwire.client.gaps import SeqGapDetector
+from sparkwire.protocol.client_frames import Ack, Hello, Ping, Pong, encode_ack, encode_heartbeat, encode_hello
+from sparkwire.protocol.limits import PROTOCOL_VERSION
+from sparkwire.protocol.positions import Cursor, Gap
+from sparkwire.protocol.server_frames import (
     EntriesFrame,
     ErrorFrame,
     ReceivedEntry,
     ServerFrameError,
     SnapshotPart,
     UnknownFrame,
+    Welcome,
     parse_server_frame,
 )
-from sparkwire.gateway.protocol import PROTOCOL_VERSION, Cursor, Ping, Pong, Welcome
-from sparkwire.gateway.recovery import ClientDeduper, Gap, SeqGapDetector
 from sparkwire.replaylog.model import StateItem
 
 # A snapshot the server sends without announcing it in a welcome (a restart mid-connection).
@@ -40,10 +43,6 @@ class Reaction:
     send: list[str] = field(default_factory=list)
     gap: Gap | None = None
     protocol_error: str | None = None
-
-
-def _dumps(value: object) -> str:
-    return json.dumps(value, separators=(",", ":"))
 
 
 class ClientSession:
@@ -114,13 +113,8 @@ class ClientSession:
         """Forget the previous connection's progress and return the hello to open the new one with."""
         self._begin_connection_state()
         cursor = self.cursor
-        hello: dict[str, object] = {"type": "hello", "v": PROTOCOL_VERSION, "session": self.session_id}
-        if cursor is not None:
-            hello["cursor"] = {"epoch": cursor.epoch, "seq": cursor.seq}
-            self._sent_cursor = True
-        if self.token is not None:
-            hello["token"] = self.token
-        return _dumps(hello)
+        self._sent_cursor = cursor is not None
+        return encode_hello(Hello(PROTOCOL_VERSION, self.session_id, cursor, self.token))
 
     def handle(self, text: str | bytes) -> Reaction:
         """Apply one server frame."""
@@ -140,7 +134,7 @@ class ClientSession:
         if isinstance(frame, ErrorFrame):
             self.last_error = frame
         elif isinstance(frame, Ping):
-            return Reaction(send=[_dumps({"type": "pong", "t": frame.t})])
+            return Reaction(send=[encode_heartbeat(Pong(frame.t))])
         elif isinstance(frame, UnknownFrame):
             self.unknown_frames += 1  # a newer server's addition: not a reason to drop the connection
         return Reaction()
@@ -224,7 +218,7 @@ class ClientSession:
             return []
         self._acked_seq, self._unacked_entries, self._unacked_since = seq, 0, None
         self.acks_sent += 1
-        return [_dumps({"type": "ack", "seq": seq, "duplicates": self.duplicates, "gaps": self.gaps})]
+        return [encode_ack(Ack(seq, self.duplicates, self.gaps))]
 
     def seconds_until_ack(self) -> float | None:
         """How long until an ack is due by time (0 if it is due now), or None if nothing awaits an ack."""

@@ -21,13 +21,12 @@ from starlette.websockets import WebSocket
 
 from sparkwire.gateway import metrics
 from sparkwire.gateway.auth import AuthError, check_token
-from sparkwire.gateway.close_codes import CloseCode, close_reason
 from sparkwire.gateway.connection import Close, Connection, ConnectionSettings
-from sparkwire.gateway.history import read_snapshot
 from sparkwire.gateway.hub import StreamHub
-from sparkwire.gateway.protocol import encode_error
 from sparkwire.gateway.sessions import SessionStore
 from sparkwire.gateway.tasks import cancel_and_wait
+from sparkwire.protocol.close_codes import CloseCode, close_reason
+from sparkwire.protocol.server_frames import encode_error
 from sparkwire.replaylog.keys import StreamKeys
 
 # The browser client (sparkwire-client.js) and the live demo page that uses it.
@@ -104,7 +103,7 @@ def create_app(gateway: Gateway) -> Starlette:
         if hub is None:
             return JSONResponse({"error": f"stream {stream!r} is not served here"}, status_code=404)
         try:
-            snap = await read_snapshot(gateway.client, hub.keys)
+            snap = await hub.log.snapshot()
         except RedisError:
             metrics.REDIS_ERRORS.labels(operation="snapshot").inc()
             return JSONResponse({"error": "redis unavailable"}, status_code=503)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import jwt
 
-from sparkwire.gateway.close_codes import CloseCode
+from sparkwire.protocol.close_codes import CloseCode
 
 STREAMS_CLAIM = "streams"
 ALGORITHM = "HS256"

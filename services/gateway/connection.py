@@ -20,30 +20,22 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from sparkwire.gateway import metrics
 from sparkwire.gateway.auth import AuthError, Grant, check_token
-from sparkwire.gateway.close_codes import CloseCode, close_reason
-from sparkwire.gateway.history import read_after, read_snapshot
 from sparkwire.gateway.hub import LiveEntry, StreamHub, Subscription
-from sparkwire.gateway.protocol import (
-    PING_INTERVAL_S,
-    PONG_TIMEOUT_S,
-    Ack,
-    EncodedEntry,
-    Hello,
-    Ping,
-    Pong,
-    ProtocolError,
-    Welcome,
-    encode_entry,
-    encode_error,
-    encode_heartbeat,
-    encode_snapshot,
-    encode_welcome,
-    pack_entries,
-    parse_client_frame,
-)
 from sparkwire.gateway.recovery import ReplayMerger, decide_start, junction_step
 from sparkwire.gateway.sessions import SessionPosition, SessionStore
 from sparkwire.gateway.tasks import cancel_and_wait
+from sparkwire.protocol.client_frames import Ack, Hello, Ping, Pong, ProtocolError, encode_heartbeat, parse_client_frame
+from sparkwire.protocol.close_codes import CloseCode, close_reason
+from sparkwire.protocol.limits import PING_INTERVAL_S, PONG_TIMEOUT_S
+from sparkwire.protocol.server_frames import (
+    EncodedEntry,
+    Welcome,
+    encode_entry,
+    encode_error,
+    encode_snapshot,
+    encode_welcome,
+    pack_entries,
+)
 from sparkwire.replaylog.model import Entry
 
 log = logging.getLogger(__name__)
@@ -187,7 +179,7 @@ class Connection:
             after = plan.after_seq
         else:
             metrics.RESETS.labels(stream=self.stream, reason=plan.reset).inc()
-            snapshot = await read_snapshot(self.client, self.hub.keys)
+            snapshot = await self.hub.log.snapshot()
             self.epoch, after = snapshot.epoch, snapshot.seq
             for frame in encode_snapshot(snapshot, self.settings.max_server_frame_bytes):
                 await self.websocket.send_text(frame)
@@ -267,7 +259,7 @@ class Connection:
         ring = self.hub.ring_after(self.merger.delivered, self.settings.page_size)
         if ring is not None and self.hub.epoch == self.epoch:
             return [(live.entry, live.encoded) for live in ring], "ring"
-        entries = await read_after(self.client, self.hub.keys, self.merger.delivered, self.settings.page_size)
+        entries = await self.hub.log.read_after(self.merger.delivered, self.settings.page_size)
         return [(entry, encode_entry(entry)) for entry in entries], "redis"
 
     async def _frame_epoch(self) -> str:

@@ -14,10 +14,11 @@ import redis.asyncio as redis_async
 from redis.exceptions import RedisError
 
 from sparkwire.gateway import metrics
-from sparkwire.gateway.protocol import EncodedEntry, encode_entry, pack_entries
+from sparkwire.protocol.server_frames import EncodedEntry, encode_entry, pack_entries
+from sparkwire.replaylog.async_reader import AsyncReplayLogReader
 from sparkwire.replaylog.keys import StreamKeys
 from sparkwire.replaylog.model import Entry, StreamMeta
-from sparkwire.replaylog.reader import entry_id, parse_entry, parse_meta
+from sparkwire.replaylog.reader import entry_id, parse_entry
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +67,7 @@ class StreamHub:
                  queue_size: int = 256) -> None:
         self.client = client
         self.keys = keys
+        self.log = AsyncReplayLogReader(client, keys)  # what connections read history and snapshots with
         self.ring: deque[LiveEntry] = deque(maxlen=ring_size)
         self.block_ms = block_ms
         self.queue_size = queue_size
@@ -96,7 +98,7 @@ class StreamHub:
         return [self.ring[i] for i in range(max(start, 0), min(len(self.ring), max(start, 0) + limit))]
 
     async def meta(self) -> StreamMeta:
-        return parse_meta(await self.client.hgetall(self.keys.meta))
+        return await self.log.meta()
 
     async def run(self) -> None:
         backoff = 0.05

@@ -18,9 +18,9 @@ import uvicorn
 
 from sparkwire import logs
 from sparkwire.gateway.app import Gateway, create_app
-from sparkwire.gateway.protocol import MAX_CLIENT_MESSAGE_BYTES
 from sparkwire.gateway.sessions import SessionStore
 from sparkwire.gateway.settings import add_arguments, auth_problem, connection_settings, split_list
+from sparkwire.protocol.limits import MAX_CLIENT_MESSAGE_BYTES
 from sparkwire.replaylog.keys import StreamKeys
 
 log = logging.getLogger(__name__)

@@ -2,18 +2,17 @@
 
 Server side: ``decide_start`` picks resume-after-seq or snapshot; ``ReplayMerger`` and ``junction_step``
 turn history pages read from Redis plus the live entries buffered since subscribing into one run of
-entries, each seq once, in order, never skipping a missing one. Client side: ``ClientDeduper`` and
-``SeqGapDetector``.
+entries, each seq once, in order, never skipping a missing one. (The client's side, dedup and gap
+detection, lives with the client: ``sparkwire.client.dedup`` and ``gaps``.)
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from sparkwire.gateway.protocol import Cursor
+from sparkwire.protocol.positions import Cursor, Gap
 from sparkwire.replaylog.model import Entry, StreamMeta
 
 ResetReason = Literal["none", "no_position", "epoch_mismatch", "cursor_too_old", "cursor_ahead"]
@@ -64,13 +63,6 @@ def decide_start(
         return _snapshot("cursor_too_old", src)
     return StartPlan(mode="resume", after_seq=position.seq, reset="none", position_from=src)
 
-
-@dataclass(frozen=True)
-class Gap:
-    """Seq ``expected`` was due but ``got`` (> expected) came first."""
-
-    expected: int
-    got: int
 
 
 class GapError(Exception):
@@ -158,56 +150,3 @@ def junction_step(
     if exhausted:
         return JunctionStep(entries=sent, next="gap", gap=gap)
     return JunctionStep(entries=sent, next="history")
-
-
-class ClientDeduper:
-    """Remembers the last ``capacity`` processingIds seen; a repeat refreshes its place."""
-
-    def __init__(self, capacity: int = 100_000) -> None:
-        if capacity < 1:
-            raise ValueError(f"capacity must be at least 1, got {capacity}")
-        self.capacity = capacity
-        self.duplicates = 0
-        self._seen: OrderedDict[str, None] = OrderedDict()
-
-    def is_duplicate(self, processing_id: str) -> bool:
-        """True if ``processing_id`` was seen (and is still remembered); records it either way."""
-        if processing_id in self._seen:
-            self._seen.move_to_end(processing_id)
-            self.duplicates += 1
-            return True
-        self._seen[processing_id] = None
-        if len(self._seen) > self.capacity:
-            self._seen.popitem(last=False)
-        return False
-
-    def __len__(self) -> int:
-        return len(self._seen)
-
-
-SeqVerdict = Literal["next", "duplicate", "gap"]
-
-
-class SeqGapDetector:
-    """The client's view of seqs: ``last_seq`` is the last seq applied with none missing before it."""
-
-    def __init__(self, after_seq: int = 0) -> None:
-        self.last_seq = after_seq
-        self.duplicates = 0
-        self.gaps = 0
-
-    def observe(self, seq: int) -> SeqVerdict:
-        """``"next"`` (apply it; ``last_seq`` moves), ``"duplicate"`` (drop it) or ``"gap"`` (seqs are
-        missing: drop it and reconnect with the cursor ``last_seq``, which stays put)."""
-        if seq == self.last_seq + 1:
-            self.last_seq = seq
-            return "next"
-        if seq <= self.last_seq:
-            self.duplicates += 1
-            return "duplicate"
-        self.gaps += 1
-        return "gap"
-
-    def reset(self, seq: int) -> None:
-        """Start over after a snapshot consistent with ``seq``; the counts are kept (they go in acks)."""
-        self.last_seq = seq

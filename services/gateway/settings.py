@@ -7,7 +7,8 @@ import socket
 
 from sparkwire.gateway.auth import MIN_SECRET_BYTES
 from sparkwire.gateway.connection import ConnectionSettings
-from sparkwire.gateway.protocol import (
+from sparkwire.options import add_option, non_negative_int, parse_bool, positive_int
+from sparkwire.protocol.limits import (
     DEFAULT_ACK_EVERY,
     DEFAULT_ACK_INTERVAL_MS,
     HELLO_TIMEOUT_S,
@@ -16,7 +17,6 @@ from sparkwire.gateway.protocol import (
     PING_INTERVAL_S,
     PONG_TIMEOUT_S,
 )
-from sparkwire.options import add_option, non_negative_int, parse_bool, positive_int
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,4 +1,5 @@
-"""Redis key names of one stream's replay log.
+"""Redis key and field names of one stream's replay log, defined once for the Python side (the commit
+script writes the same names; a test holds them together).
 
 Every key of a stream carries the same hash tag, ``{<stream>}``, so that the commit script, which
 touches all of them, runs on one Redis Cluster slot.
@@ -8,9 +9,33 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from enum import StrEnum
 
 STREAM_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 DEFAULT_PREFIX = "sparkwire"
+
+
+class LogField(StrEnum):
+    """The fields of one log entry (``XADD <log> <seq>-0 pid … key … data … ts … batch …``)."""
+
+    PROCESSING_ID = "pid"
+    KEY = "key"
+    DATA = "data"
+    COMMIT_MS = "ts"
+    BATCH = "batch"
+
+
+class MetaField(StrEnum):
+    """The meta hash's position fields; its other fields are counters."""
+
+    EPOCH = "epoch"
+    CREATED_MS = "created_ms"
+    FIRST_SEQ = "first_seq"
+    LAST_SEQ = "last_seq"
+    QUERY_ID = "query_id"
+    LAST_BATCH = "last_batch"
+    LAST_CHUNK = "last_chunk"
+    LAST_COMMIT_MS = "last_commit_ms"
 
 
 class InvalidStreamName(ValueError):

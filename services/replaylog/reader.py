@@ -8,12 +8,10 @@ from typing import cast
 
 import redis
 
-from sparkwire.replaylog.keys import StreamKeys
+from sparkwire.replaylog.keys import LogField, MetaField, StreamKeys
 from sparkwire.replaylog.model import Entry, Snapshot, StateItem, StreamMeta
 
-_META_FIELDS = {
-    "epoch", "first_seq", "last_seq", "last_batch", "last_chunk", "query_id", "created_ms", "last_commit_ms",
-}
+_POSITION_FIELDS = frozenset(MetaField)
 
 
 def _text(value: bytes | str) -> str:
@@ -29,11 +27,11 @@ def parse_entry(entry_id_raw: bytes | str, fields: Mapping[bytes, bytes] | Mappi
     decoded = {_text(k): _text(v) for k, v in fields.items()}
     return Entry(
         seq=int(_text(entry_id_raw).split("-", 1)[0]),
-        processing_id=decoded["pid"],
-        key=decoded["key"],
-        data=decoded["data"],
-        commit_ms=int(decoded["ts"]),
-        batch_id=int(decoded["batch"]),
+        processing_id=decoded[LogField.PROCESSING_ID],
+        key=decoded[LogField.KEY],
+        data=decoded[LogField.DATA],
+        commit_ms=int(decoded[LogField.COMMIT_MS]),
+        batch_id=int(decoded[LogField.BATCH]),
     )
 
 
@@ -44,15 +42,15 @@ def parse_meta(raw: Mapping[bytes | str, bytes | str]) -> StreamMeta:
         return int(decoded[name]) if name in decoded else default
 
     return StreamMeta(
-        epoch=decoded.get("epoch", ""),
-        first_seq=number("first_seq", 1),
-        last_seq=number("last_seq", 0),
-        last_batch=number("last_batch", -1),
-        last_chunk=number("last_chunk", -1),
-        query_id=decoded.get("query_id", ""),
-        created_ms=number("created_ms", 0),
-        last_commit_ms=number("last_commit_ms", 0),
-        counters={k: int(v) for k, v in decoded.items() if k not in _META_FIELDS},
+        epoch=decoded.get(MetaField.EPOCH, ""),
+        first_seq=number(MetaField.FIRST_SEQ, 1),
+        last_seq=number(MetaField.LAST_SEQ, 0),
+        last_batch=number(MetaField.LAST_BATCH, -1),
+        last_chunk=number(MetaField.LAST_CHUNK, -1),
+        query_id=decoded.get(MetaField.QUERY_ID, ""),
+        created_ms=number(MetaField.CREATED_MS, 0),
+        last_commit_ms=number(MetaField.LAST_COMMIT_MS, 0),
+        counters={k: int(v) for k, v in decoded.items() if k not in _POSITION_FIELDS},
     )
 
 
@@ -77,7 +75,7 @@ def range_after(seq: int) -> str:
     return f"({entry_id(seq)}"
 
 
-SNAPSHOT_META_FIELDS = ["epoch", "last_seq"]
+SNAPSHOT_META_FIELDS = [MetaField.EPOCH, MetaField.LAST_SEQ]
 
 
 def parse_snapshot(state_raw: Mapping[bytes | str, bytes | str], epoch: bytes | str | None,

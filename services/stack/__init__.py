@@ -3,17 +3,13 @@ benchmarks."""
 
 from __future__ import annotations
 
+from sparkwire.paths import cache_dir, repo_root
+
 from .committer import Committer
 from .gateway_process import GatewayProcess, http_status
 from .kafka_broker import KafkaBroker
 from .nginx import NginxBalancer as NginxBalancer
-from .paths import (
-    SetupMissingError,
-    cache_dir,
-    kafka_libs_dir,
-    repo_root,
-    spark_connector_jars,
-)
+from .paths import SetupMissingError, kafka_libs_dir, spark_connector_jars
 from .ports import free_port
 from .process import ManagedProcess, ProcessDiedError, ReadyTimeoutError
 from .redis_server import RedisServer

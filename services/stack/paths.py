@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from sparkwire.paths import cache_dir, repo_root
+
 
 class SetupMissingError(RuntimeError):
     """Something ``make setup`` provides is not there."""
@@ -12,17 +14,6 @@ class SetupMissingError(RuntimeError):
 
 def _missing(what: str, where: Path) -> SetupMissingError:
     return SetupMissingError(f"{what} not found at {where}: run `make setup` in {repo_root()} first")
-
-
-def repo_root() -> Path:
-    """The sparkwire checkout: the folder holding pyproject.toml above ``services/``."""
-    return Path(__file__).resolve().parents[2]
-
-
-def cache_dir() -> Path:
-    """``$SPARKWIRE_CACHE``, else ``<repo_root>/.cache`` (git-ignored)."""
-    override = os.environ.get("SPARKWIRE_CACHE")
-    return Path(override) if override else repo_root() / ".cache"
 
 
 def kafka_libs_dir() -> Path:

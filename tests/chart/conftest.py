@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from sparkwire.stack.paths import cache_dir, repo_root
+from sparkwire.paths import cache_dir, repo_root
 
 CHART = repo_root() / "charts" / "sparkwire"
 CI_VALUES = sorted((CHART / "ci").glob("*.yaml"))

@@ -11,8 +11,9 @@ from typing import Any
 import redis as redis_lib
 from playwright.sync_api import Browser, Page
 
-from sparkwire.gateway.close_codes import CLOSE_SPECS, CloseCode, is_resumable
-from sparkwire.gateway.protocol import (
+from sparkwire.gateway.sessions import session_key
+from sparkwire.protocol.close_codes import CLOSE_SPECS, CloseCode, is_resumable
+from sparkwire.protocol.server_frames import (
     Welcome,
     encode_entry,
     encode_error,
@@ -20,7 +21,6 @@ from sparkwire.gateway.protocol import (
     encode_welcome,
     pack_entries,
 )
-from sparkwire.gateway.sessions import session_key
 from sparkwire.replaylog import ReplayLogReader
 from sparkwire.replaylog.model import Entry, Snapshot, StateItem
 from sparkwire.stack import NginxBalancer, RedisServer

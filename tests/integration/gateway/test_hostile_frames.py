@@ -18,8 +18,8 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from sparkwire.client import BackgroundClient
-from sparkwire.gateway.close_codes import CLOSE_SPECS, CloseCode
-from sparkwire.gateway.protocol import MAX_CLIENT_FRAME_BYTES
+from sparkwire.protocol.close_codes import CLOSE_SPECS, CloseCode
+from sparkwire.protocol.limits import MAX_CLIENT_FRAME_BYTES
 from sparkwire.replaylog import ReplayLogReader
 from sparkwire.stack import Committer, GatewayProcess, RedisServer, http_status
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import redis as redis_lib
 
 from sparkwire.client import BackgroundClient, StreamClient
-from sparkwire.client.server_frames import ReceivedEntry
-from sparkwire.gateway.close_codes import CloseCode
+from sparkwire.protocol.close_codes import CloseCode
+from sparkwire.protocol.server_frames import ReceivedEntry
 from sparkwire.replaylog import ReplayLogReader
 from sparkwire.stack import Committer, GatewayProcess, RedisServer
 

@@ -11,7 +11,7 @@ import pytest
 from websockets.asyncio.server import ServerConnection, serve
 
 from sparkwire.client import ReconnectPolicy, StreamClient, TerminalClose
-from sparkwire.gateway.protocol import Welcome, encode_entry, encode_snapshot, encode_welcome, pack_entries
+from sparkwire.protocol.server_frames import Welcome, encode_entry, encode_snapshot, encode_welcome, pack_entries
 from sparkwire.replaylog.model import Entry, Snapshot
 
 FAST = ReconnectPolicy(initial_delay_s=0.01, max_delay_s=0.05)

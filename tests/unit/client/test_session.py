@@ -7,8 +7,8 @@ import json
 import pytest
 
 from sparkwire.client import ClientSession, ReceivedEntry
-from sparkwire.gateway.protocol import Cursor, Welcome, encode_entry, encode_snapshot, encode_welcome, pack_entries
-from sparkwire.gateway.recovery import Gap
+from sparkwire.protocol.positions import Cursor, Gap
+from sparkwire.protocol.server_frames import Welcome, encode_entry, encode_snapshot, encode_welcome, pack_entries
 from sparkwire.replaylog.model import Entry, Snapshot, StateItem
 
 

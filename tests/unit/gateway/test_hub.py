@@ -3,7 +3,7 @@ from __future__ import annotations
 import json
 
 from sparkwire.gateway.hub import LiveBatch, LiveEntry
-from sparkwire.gateway.protocol import encode_entry, pack_entries
+from sparkwire.protocol.server_frames import encode_entry, pack_entries
 from sparkwire.replaylog.model import Entry
 
 

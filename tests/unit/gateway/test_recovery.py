@@ -4,17 +4,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from sparkwire.gateway.protocol import Cursor
-from sparkwire.gateway.recovery import (
-    ClientDeduper,
-    Gap,
-    GapError,
-    ReplayMerger,
-    SeqGapDetector,
-    StartPlan,
-    decide_start,
-    junction_step,
-)
+from sparkwire.gateway.recovery import GapError, ReplayMerger, StartPlan, decide_start, junction_step
+from sparkwire.protocol.positions import Cursor, Gap
 from sparkwire.replaylog.model import Entry, StreamMeta
 
 
@@ -252,40 +243,3 @@ def test_junction_is_exactly_once_in_order_or_reports_the_missing_seq(
 
 
 # --- client helpers ----------------------------------------------------------------------------
-
-
-def test_deduper_remembers_up_to_its_capacity_and_refreshes_repeats() -> None:
-    deduper = ClientDeduper(capacity=3)
-    assert [deduper.is_duplicate(p) for p in ("a", "b", "c", "a", "d")] == [False, False, False, True, False]
-    assert len(deduper) == 3
-    assert deduper.is_duplicate("a")  # refreshed by its repeat, so "b" was the one forgotten
-    assert not deduper.is_duplicate("b")
-    assert deduper.duplicates == 2
-
-
-def test_deduper_needs_room_for_one() -> None:
-    with pytest.raises(ValueError, match="capacity"):
-        ClientDeduper(capacity=0)
-
-
-@given(st.lists(st.sampled_from("abcdefghij"), max_size=200), st.integers(1, 12))
-def test_deduper_is_exact_within_its_capacity_and_never_grows_past_it(ids: list[str], capacity: int) -> None:
-    deduper = ClientDeduper(capacity)
-    for i, pid in enumerate(ids):
-        seen_before = pid in ids[:i]
-        flagged = deduper.is_duplicate(pid)
-        if not seen_before or len(set(ids[:i])) <= capacity:  # nothing forgotten yet: exact answers
-            assert flagged == seen_before
-        if i > 0 and ids[i - 1] == pid:
-            assert flagged
-        assert len(deduper) <= capacity
-
-
-def test_gap_detector_applies_in_order_drops_repeats_and_holds_at_a_gap() -> None:
-    detector = SeqGapDetector(after_seq=4)
-    verdicts = [detector.observe(s) for s in (5, 6, 6, 3, 9, 7)]
-    assert verdicts == ["next", "next", "duplicate", "duplicate", "gap", "next"]
-    assert (detector.last_seq, detector.duplicates, detector.gaps) == (7, 2, 1)
-    detector.reset(100)
-    assert detector.observe(101) == "next"
-    assert (detector.duplicates, detector.gaps) == (2, 1)

@@ -1,8 +1,12 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+import sparkwire.replaylog
 from sparkwire.replaylog import InvalidStreamName, StreamKeys
+from sparkwire.replaylog.keys import LogField, MetaField
 
 
 def test_every_key_of_a_stream_shares_one_hash_tag() -> None:
@@ -17,3 +21,9 @@ def test_every_key_of_a_stream_shares_one_hash_tag() -> None:
 def test_names_that_would_break_the_hash_tag_are_refused(name: str) -> None:
     with pytest.raises(InvalidStreamName):
         StreamKeys(name)
+
+
+def test_the_commit_script_writes_the_field_names_the_readers_use() -> None:
+    script = (Path(sparkwire.replaylog.__file__).parent / "lua" / "commit_chunk.lua").read_text()
+    for field in [*LogField, *MetaField]:
+        assert f"'{field}'" in script, f"commit_chunk.lua does not write {field!r}"

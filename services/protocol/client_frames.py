@@ -1,34 +1,23 @@
-"""Frames of the gateway protocol (docs/protocol.md): strict parsing of client frames, encoding of
-server frames.
-
-Entries are encoded once per pod (``encode_entry``) and the fragments joined into frames per client
-(``pack_entries``): the JSON work does not grow with the number of clients.
-"""
+"""Client frames (hello, ack, ping, pong): how a client writes them and how the server parses them,
+strictly (docs/protocol.md, "Client frames")."""
 
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NoReturn
 
-from sparkwire.gateway.close_codes import CloseCode
-from sparkwire.replaylog.model import Entry, Snapshot
-
-PROTOCOL_VERSION = 1
-MAX_CLIENT_FRAME_BYTES, MAX_SERVER_FRAME_BYTES = 8192, 1 << 20
-# The WebSocket layer reads a client message whole up to this size, so the handler can answer a frame
-# over MAX_CLIENT_FRAME_BYTES with an error frame before its 1009; a larger message is cut off by the
-# WebSocket layer itself (1009, no error frame) rather than buffered.
-MAX_CLIENT_MESSAGE_BYTES = 1 << 16
-HELLO_TIMEOUT_S, PING_INTERVAL_S, PONG_TIMEOUT_S = 10.0, 20.0, 30.0
-DEFAULT_ACK_EVERY, DEFAULT_ACK_INTERVAL_MS = 100, 1000
-# Seqs are Redis stream id parts: unsigned 64-bit; a cursor past that is not a position.
-MAX_SEQ = (1 << 64) - 1
-MAX_COUNT = (1 << 63) - 1
-SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
-MAX_EPOCH_CHARS = 64
+from sparkwire.protocol.close_codes import CloseCode
+from sparkwire.protocol.encoding import dumps, reject_constant
+from sparkwire.protocol.limits import (
+    MAX_CLIENT_FRAME_BYTES,
+    MAX_COUNT,
+    MAX_EPOCH_CHARS,
+    MAX_SEQ,
+    PROTOCOL_VERSION,
+    SESSION_ID,
+)
+from sparkwire.protocol.positions import Cursor
 
 
 class ProtocolError(Exception):
@@ -40,12 +29,6 @@ class ProtocolError(Exception):
         self.reason = reason
 
 
-@dataclass(frozen=True)
-class Cursor:
-    """The last entry a client applied: ``seq`` within ``epoch``."""
-
-    epoch: str
-    seq: int
 
 
 @dataclass(frozen=True)
@@ -98,8 +81,6 @@ def _no_duplicate_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
     return document
 
 
-def _reject_constant(name: str) -> NoReturn:  # NaN, Infinity: Python accepts them, JSON does not
-    _violation(f"{name} is not JSON")
 
 
 def _integer(where: str, value: object, maximum: int) -> int:
@@ -164,8 +145,8 @@ def parse_client_frame(text: str | bytes, max_bytes: int = MAX_CLIENT_FRAME_BYTE
     if len(text) > max_bytes or len(text.encode("utf-8", "surrogatepass")) > max_bytes:
         raise ProtocolError(CloseCode.MESSAGE_TOO_BIG, f"frame is larger than {max_bytes} bytes")
     try:
-        document = json.loads(text, object_pairs_hook=_no_duplicate_keys, parse_constant=_reject_constant)
-    except (ValueError, RecursionError) as error:  # JSONDecodeError, int digit limit, deep nesting
+        document = json.loads(text, object_pairs_hook=_no_duplicate_keys, parse_constant=reject_constant)
+    except (ValueError, RecursionError) as error:  # JSONDecodeError, NaN, int digit limit, nesting
         _violation(f"frame is not JSON: {error}")
     if not isinstance(document, dict):
         _violation(f"frame must be a JSON object, got {type(document).__name__}")
@@ -195,109 +176,23 @@ def parse_client_frame(text: str | bytes, max_bytes: int = MAX_CLIENT_FRAME_BYTE
     return Ping(t) if frame_type == "ping" else Pong(t)
 
 
-# --- server frames -----------------------------------------------------------------------------
+
+# --- what a client writes ---------------------------------------------------------------------
 
 
-def _dumps(value: object) -> str:
-    # NaN/Infinity are not JSON: a browser's JSON.parse would reject the whole frame.
-    return json.dumps(value, separators=(",", ":"), allow_nan=False)
+def encode_hello(hello: Hello) -> str:
+    document: dict[str, object] = {"type": "hello", "v": hello.version, "session": hello.session}
+    if hello.cursor is not None:
+        document["cursor"] = {"epoch": hello.cursor.epoch, "seq": hello.cursor.seq}
+    if hello.token is not None:
+        document["token"] = hello.token
+    return dumps(document)
 
 
-@dataclass(frozen=True)
-class Welcome:
-    session: str
-    epoch: str
-    head_seq: int
-    recovered: bool
-    reset: str | None
-    ack_every: int
-    ack_interval_ms: int
-
-
-def encode_welcome(welcome: Welcome) -> str:
-    return _dumps({
-        "type": "welcome", "v": PROTOCOL_VERSION, "session": welcome.session, "epoch": welcome.epoch,
-        "headSeq": welcome.head_seq, "recovered": welcome.recovered, "reset": welcome.reset,
-        "ackEvery": welcome.ack_every, "ackIntervalMs": welcome.ack_interval_ms,
-    })
-
-
-@dataclass(frozen=True)
-class EncodedEntry:
-    """One entry's JSON object, encoded once and shared by every client of the pod."""
-
-    seq: int
-    json: str
-    nbytes: int
-
-
-def encode_entry(entry: Entry) -> EncodedEntry:
-    """``entry`` as a JSON object; ``data`` (already JSON in the log) is embedded as is, not re-encoded.
-
-    Raises ValueError if ``data`` is not JSON: the log's contract is broken and the server must not
-    send a frame the client cannot parse.
-    """
-    try:
-        json.loads(entry.data, parse_constant=_reject_constant)
-    except (ValueError, RecursionError, ProtocolError) as error:
-        raise ValueError(f"data of seq {entry.seq} is not valid JSON: {error}") from None
-    text = (
-        f'{{"seq":{entry.seq},"processingId":{_dumps(entry.processing_id)},"key":{_dumps(entry.key)},'
-        f'"data":{entry.data},"commitMs":{entry.commit_ms}}}'
-    )
-    return EncodedEntry(seq=entry.seq, json=text, nbytes=len(text.encode()))
-
-
-def _entries_head(epoch: str) -> str:
-    return f'{{"type":"entries","epoch":{_dumps(epoch)},"entries":['
-
-
-def encode_entries(epoch: str, entries: Sequence[EncodedEntry]) -> str:  # given in seq order
-    return _entries_head(epoch) + ",".join(e.json for e in entries) + "]}"
-
-
-def _pack(fragments: Sequence[tuple[str, int]], overhead: int, max_frame_bytes: int) -> list[list[str]]:
-    """Fragments (text, bytes) cut into runs whose comma-joined size plus ``overhead`` fits the limit; a
-    fragment too large on its own gets a run to itself (it cannot be split). At least one run."""
-    runs: list[list[str]] = [[]]
-    size = overhead
-    for text, nbytes in fragments:
-        if runs[-1] and size + 1 + nbytes > max_frame_bytes:
-            runs.append([])
-            size = overhead
-        size += nbytes + (1 if runs[-1] else 0)
-        runs[-1].append(text)
-    return runs
-
-
-def pack_entries(
-    epoch: str, entries: Sequence[EncodedEntry], max_frame_bytes: int = MAX_SERVER_FRAME_BYTES
-) -> list[str]:
-    """``entries`` in as few ``entries`` frames as fit ``max_frame_bytes`` (none for no entries)."""
-    head = _entries_head(epoch)
-    runs = _pack([(e.json, e.nbytes) for e in entries], len(head.encode()) + 2, max_frame_bytes)
-    return [head + ",".join(run) + "]}" for run in runs if run]
-
-
-def encode_snapshot(snapshot: Snapshot, max_frame_bytes: int = MAX_SERVER_FRAME_BYTES) -> list[str]:
-    """``snapshot`` as one or more ``snapshot`` frames (``more`` true on all but the last), items by key.
-
-    Always at least one frame, so an empty stream still tells the client its epoch and seq.
-    """
-    items = [
-        f"{_dumps(key)}:" + _dumps({"seq": item.seq, "processingId": item.processing_id, "data": item.data})
-        for key, item in sorted(snapshot.items.items())
-    ]
-    head = f'{{"type":"snapshot","epoch":{_dumps(snapshot.epoch)},"seq":{snapshot.seq},"items":{{'
-    overhead = len(head.encode()) + len('},"more":false}')
-    runs = _pack([(item, len(item.encode())) for item in items], overhead, max_frame_bytes)
-    last = len(runs) - 1
-    return [head + ",".join(run) + f'}},"more":{"true" if i < last else "false"}}}' for i, run in enumerate(runs)]
-
-
-def encode_error(code: CloseCode, reason: str) -> str:
-    return _dumps({"type": "error", "code": int(code), "name": code.name.lower(), "reason": reason})
+def encode_ack(ack: Ack) -> str:
+    return dumps({"type": "ack", "seq": ack.seq, "duplicates": ack.duplicates, "gaps": ack.gaps})
 
 
 def encode_heartbeat(frame: Ping | Pong) -> str:
-    return _dumps({"type": "ping" if isinstance(frame, Ping) else "pong", "t": frame.t})
+    """A ping or a pong; either side sends both."""
+    return dumps({"type": "ping" if isinstance(frame, Ping) else "pong", "t": frame.t})

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from sparkwire.gateway.close_codes import CLOSE_SPECS, MAX_REASON_BYTES, CloseCode, close_reason, is_resumable
+from sparkwire.protocol.close_codes import CLOSE_SPECS, MAX_REASON_BYTES, CloseCode, close_reason, is_resumable
 
 PROTOCOL_DOC = Path(__file__).resolve().parents[3] / "docs" / "protocol.md"
 

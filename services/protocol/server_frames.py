@@ -1,19 +1,127 @@
-"""Server frames as the client reads them (docs/protocol.md, "Server frames"): JSON text in, typed
-values out, or ``ServerFrameError`` naming what is wrong.
+"""Server frames (welcome, snapshot, entries, error): how the server encodes them and how a client reads
+them (docs/protocol.md, "Server frames").
 
-Checked enough that a malformed frame cannot corrupt the client's state (a seq that is not an integer,
-an entry without a processingId); unknown frame types are returned as ``UnknownFrame`` so that a newer
-server's additions do not end the connection.
+Entries are encoded once per pod (``encode_entry``) and the fragments joined into frames per client
+(``pack_entries``): the JSON work does not grow with the number of clients. A client's parsing is checked
+enough that a malformed frame cannot corrupt its state (a seq that is not an integer, an entry without a
+processingId); unknown frame types are returned as ``UnknownFrame`` so that a newer server's additions
+do not end the connection.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NoReturn
 
-from sparkwire.gateway.protocol import Ping, Pong, Welcome
-from sparkwire.replaylog.model import StateItem
+from sparkwire.protocol.client_frames import Ping, Pong
+from sparkwire.protocol.close_codes import CloseCode
+from sparkwire.protocol.encoding import dumps, reject_constant
+from sparkwire.protocol.limits import MAX_SERVER_FRAME_BYTES, PROTOCOL_VERSION
+from sparkwire.replaylog.model import Entry, Snapshot, StateItem
+
+# --- what the server writes -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Welcome:
+    session: str
+    epoch: str
+    head_seq: int
+    recovered: bool
+    reset: str | None
+    ack_every: int
+    ack_interval_ms: int
+
+
+def encode_welcome(welcome: Welcome) -> str:
+    return dumps({
+        "type": "welcome", "v": PROTOCOL_VERSION, "session": welcome.session, "epoch": welcome.epoch,
+        "headSeq": welcome.head_seq, "recovered": welcome.recovered, "reset": welcome.reset,
+        "ackEvery": welcome.ack_every, "ackIntervalMs": welcome.ack_interval_ms,
+    })
+
+
+@dataclass(frozen=True)
+class EncodedEntry:
+    """One entry's JSON object, encoded once and shared by every client of the pod."""
+
+    seq: int
+    json: str
+    nbytes: int
+
+
+def encode_entry(entry: Entry) -> EncodedEntry:
+    """``entry`` as a JSON object; ``data`` (already JSON in the log) is embedded as is, not re-encoded.
+
+    Raises ValueError if ``data`` is not JSON: the log's contract is broken and the server must not
+    send a frame the client cannot parse.
+    """
+    try:
+        json.loads(entry.data, parse_constant=reject_constant)
+    except (ValueError, RecursionError) as error:  # NotJsonError is a ValueError
+        raise ValueError(f"data of seq {entry.seq} is not valid JSON: {error}") from None
+    text = (
+        f'{{"seq":{entry.seq},"processingId":{dumps(entry.processing_id)},"key":{dumps(entry.key)},'
+        f'"data":{entry.data},"commitMs":{entry.commit_ms}}}'
+    )
+    return EncodedEntry(seq=entry.seq, json=text, nbytes=len(text.encode()))
+
+
+def _entries_head(epoch: str) -> str:
+    return f'{{"type":"entries","epoch":{dumps(epoch)},"entries":['
+
+
+def encode_entries(epoch: str, entries: Sequence[EncodedEntry]) -> str:  # given in seq order
+    return _entries_head(epoch) + ",".join(e.json for e in entries) + "]}"
+
+
+def _pack(fragments: Sequence[tuple[str, int]], overhead: int, max_frame_bytes: int) -> list[list[str]]:
+    """Fragments (text, bytes) cut into runs whose comma-joined size plus ``overhead`` fits the limit; a
+    fragment too large on its own gets a run to itself (it cannot be split). At least one run."""
+    runs: list[list[str]] = [[]]
+    size = overhead
+    for text, nbytes in fragments:
+        if runs[-1] and size + 1 + nbytes > max_frame_bytes:
+            runs.append([])
+            size = overhead
+        size += nbytes + (1 if runs[-1] else 0)
+        runs[-1].append(text)
+    return runs
+
+
+def pack_entries(
+    epoch: str, entries: Sequence[EncodedEntry], max_frame_bytes: int = MAX_SERVER_FRAME_BYTES
+) -> list[str]:
+    """``entries`` in as few ``entries`` frames as fit ``max_frame_bytes`` (none for no entries)."""
+    head = _entries_head(epoch)
+    runs = _pack([(e.json, e.nbytes) for e in entries], len(head.encode()) + 2, max_frame_bytes)
+    return [head + ",".join(run) + "]}" for run in runs if run]
+
+
+def encode_snapshot(snapshot: Snapshot, max_frame_bytes: int = MAX_SERVER_FRAME_BYTES) -> list[str]:
+    """``snapshot`` as one or more ``snapshot`` frames (``more`` true on all but the last), items by key.
+
+    Always at least one frame, so an empty stream still tells the client its epoch and seq.
+    """
+    items = [
+        f"{dumps(key)}:" + dumps({"seq": item.seq, "processingId": item.processing_id, "data": item.data})
+        for key, item in sorted(snapshot.items.items())
+    ]
+    head = f'{{"type":"snapshot","epoch":{dumps(snapshot.epoch)},"seq":{snapshot.seq},"items":{{'
+    overhead = len(head.encode()) + len('},"more":false}')
+    runs = _pack([(item, len(item.encode())) for item in items], overhead, max_frame_bytes)
+    last = len(runs) - 1
+    return [head + ",".join(run) + f'}},"more":{"true" if i < last else "false"}}}' for i, run in enumerate(runs)]
+
+
+def encode_error(code: CloseCode, reason: str) -> str:
+    return dumps({"type": "error", "code": int(code), "name": code.name.lower(), "reason": reason})
+
+
+
+# --- how a client reads them ------------------------------------------------------------------
 
 
 class ServerFrameError(ValueError):

@@ -1,0 +1,43 @@
+"""The gateway protocol (docs/protocol.md), both directions, shared by the gateway and the clients.
+
+``client_frames`` (hello, ack, ping, pong: written by clients, parsed strictly by the server),
+``server_frames`` (welcome, snapshot, entries, error: encoded by the server, read by clients),
+``close_codes`` (which closes mean "reconnect and resume"), ``positions`` (the cursor; a gap),
+``limits`` (sizes, timeouts, defaults). Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+from sparkwire.protocol.client_frames import (
+    Ack,
+    ClientFrame,
+    Hello,
+    Ping,
+    Pong,
+    ProtocolError,
+    encode_ack,
+    encode_heartbeat,
+    encode_hello,
+    parse_client_frame,
+)
+from sparkwire.protocol.close_codes import CLOSE_SPECS, CloseCode, close_reason, is_resumable
+from sparkwire.protocol.limits import PROTOCOL_VERSION
+from sparkwire.protocol.positions import Cursor, Gap
+from sparkwire.protocol.server_frames import (
+    EntriesFrame,
+    ErrorFrame,
+    ReceivedEntry,
+    ServerFrame,
+    ServerFrameError,
+    SnapshotPart,
+    UnknownFrame,
+    Welcome,
+    parse_server_frame,
+)
+
+__all__ = [
+    "CLOSE_SPECS", "PROTOCOL_VERSION", "Ack", "ClientFrame", "CloseCode", "Cursor", "EntriesFrame", "ErrorFrame",
+    "Gap", "Hello", "Ping", "Pong", "ProtocolError", "ReceivedEntry", "ServerFrame", "ServerFrameError",
+    "SnapshotPart", "UnknownFrame", "Welcome", "close_reason", "encode_ack", "encode_heartbeat", "encode_hello",
+    "is_resumable", "parse_client_frame", "parse_server_frame",
+]

@@ -1,0 +1,19 @@
+"""The numbers of the gateway protocol (docs/protocol.md, "Limits"), shared by the server and the clients."""
+
+from __future__ import annotations
+
+import re
+
+PROTOCOL_VERSION = 1
+MAX_CLIENT_FRAME_BYTES, MAX_SERVER_FRAME_BYTES = 8192, 1 << 20
+# The WebSocket layer reads a client message whole up to this size, so the handler can answer a frame
+# over MAX_CLIENT_FRAME_BYTES with an error frame before its 1009; a larger message is cut off by the
+# WebSocket layer itself (1009, no error frame) rather than buffered.
+MAX_CLIENT_MESSAGE_BYTES = 1 << 16
+HELLO_TIMEOUT_S, PING_INTERVAL_S, PONG_TIMEOUT_S = 10.0, 20.0, 30.0
+DEFAULT_ACK_EVERY, DEFAULT_ACK_INTERVAL_MS = 100, 1000
+# Seqs are Redis stream id parts: unsigned 64-bit; a cursor past that is not a position.
+MAX_SEQ = (1 << 64) - 1
+MAX_COUNT = (1 << 63) - 1
+SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+MAX_EPOCH_CHARS = 64

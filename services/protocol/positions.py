@@ -1,0 +1,21 @@
+"""Positions in a stream: the client's cursor, and a hole in a run of seqs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """The last entry a client applied: ``seq`` within ``epoch``."""
+
+    epoch: str
+    seq: int
+
+
+@dataclass(frozen=True)
+class Gap:
+    """Seq ``expected`` was due but ``got`` (> expected) came first."""
+
+    expected: int
+    got: int

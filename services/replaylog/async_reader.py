@@ -1,0 +1,30 @@
+"""Reads a stream's replay log from asyncio (the gateway): the sync reader's queries and parsing, awaited."""
+
+from __future__ import annotations
+
+import redis.asyncio as redis_async
+
+from sparkwire.replaylog.keys import StreamKeys
+from sparkwire.replaylog.model import Entry, Snapshot, StreamMeta
+from sparkwire.replaylog.reader import SNAPSHOT_META_FIELDS, parse_meta, parse_range, parse_snapshot, range_after
+
+
+class AsyncReplayLogReader:
+    def __init__(self, client: redis_async.Redis, keys: StreamKeys) -> None:
+        self.client = client
+        self.keys = keys
+
+    async def meta(self) -> StreamMeta:
+        return parse_meta(await self.client.hgetall(self.keys.meta))
+
+    async def read_after(self, seq: int, count: int) -> list[Entry]:
+        """Up to ``count`` entries with a seq greater than ``seq``, in order."""
+        return parse_range(await self.client.xrange(self.keys.log, min=range_after(seq), max="+", count=count))
+
+    async def snapshot(self) -> Snapshot:
+        """State and the seq it reflects, in one MULTI/EXEC (see ReplayLogReader.snapshot)."""
+        async with self.client.pipeline(transaction=True) as pipe:
+            pipe.hgetall(self.keys.state)
+            pipe.hmget(self.keys.meta, SNAPSHOT_META_FIELDS)
+            state_raw, (epoch, last_seq) = await pipe.execute()
+        return parse_snapshot(state_raw, epoch, last_seq)
