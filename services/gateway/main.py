@@ -66,7 +66,10 @@ def run(args: argparse.Namespace) -> int:
         StreamKeys(stream)  # fail at start on a bad name, not on the first client
     # Blocking pool: when every connection is busy (acks and hellos arriving together), wait for one
     # instead of failing the call, which would close clients with 4503.
-    pool = redis_async.BlockingConnectionPool.from_url(args.redis_url, max_connections=args.redis_pool_size,
+    # Each stream's hub holds one connection in a blocking XREAD for good: on top of the pool for the
+    # connections' calls, or a pod serving more streams than the pool size never gets ready.
+    pool = redis_async.BlockingConnectionPool.from_url(args.redis_url,
+                                                       max_connections=args.redis_pool_size + len(streams),
                                                        timeout=5, health_check_interval=10)
     client = redis_async.Redis(connection_pool=pool)
     gateway = Gateway(

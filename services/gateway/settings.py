@@ -24,7 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_option(parser, "--port", type=positive_int, default=8080, help="port to listen on")
     add_option(parser, "--redis-url", default="redis://127.0.0.1:6379/0", help="Redis holding the replay log")
     add_option(parser, "--redis-pool-size", type=positive_int, default=32,
-               help="Redis connections per pod; calls wait for a free one rather than fail")
+               help="Redis connections per pod for connections' calls (plus one per stream for its reader); "
+                    "calls wait for a free one rather than fail")
     add_option(parser, "--streams", default="metrics", help="comma-separated streams this gateway serves")
     add_option(parser, "--allowed-origins", default="",
                help="comma-separated Origin values allowed to connect; empty allows any (no check)")
