@@ -1,13 +1,16 @@
 """Helpers shared by the benchmark scripts: the marked sections of docs/benchmarks.md, nearest-rank
-quantiles, the machine description, CPU and memory of child processes, argparse types."""
+quantiles (of samples and of histograms), the machine description, CPU and memory of child processes,
+the commit cadence, the open-files limit, argparse types."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import platform
+import resource
 import subprocess
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import redis
@@ -114,3 +117,61 @@ def int_list(text: str) -> list[int]:
     if not values or any(v < 1 for v in values):
         raise argparse.ArgumentTypeError(f"expected positive integers separated by commas, got {text!r}")
     return values
+
+
+def pace(commit: Callable[[], object], per_commit: int, interval: float, seconds: float,
+         configure: Callable[[int], object] | None = None) -> tuple[int, float]:
+    """Call ``commit`` (``per_commit`` records each) every ``interval`` seconds for ``seconds`` on a fixed
+    schedule (a slow commit is followed by the next one at once); returns (commits, elapsed)."""
+    if configure is not None:
+        configure(per_commit)
+    started = time.perf_counter()
+    commits = 0
+    while commits * interval < seconds:
+        delay = started + commits * interval - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+        commit()
+        commits += 1
+    return commits, time.perf_counter() - started
+
+
+def settle_rss(pid: int, seconds: float = 2.0) -> dict[str, int]:
+    """Memory of ``pid`` once RSS stopped moving (or after ``seconds``)."""
+    deadline = time.monotonic() + seconds
+    previous = process_memory_kib(pid)
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        current = process_memory_kib(pid)
+        if abs(current["VmRSS"] - previous["VmRSS"]) < 64:
+            return current
+        previous = current
+    return previous
+
+
+def raise_open_files(needed: int) -> None:
+    """Raise the soft limit of open files (inherited by every server and load generator started later)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft >= needed:
+        return
+    if hard != resource.RLIM_INFINITY and hard < needed:
+        raise SystemExit(f"need {needed} open files, the hard limit is {hard}: raise it (ulimit -Hn)")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
+
+
+def histogram_quantile(hist: Sequence[tuple[float, int]], q: float) -> float:
+    """Nearest-rank quantile of a histogram given as sorted (bucket upper edge, count) pairs."""
+    total = sum(n for _, n in hist)
+    if not total:
+        return float("nan")
+    rank = max(1, -(-q * total // 1))
+    seen = 0
+    for edge, n in hist:
+        seen += n
+        if seen >= rank:
+            return edge
+    return hist[-1][0]
+
+
+def closes_text(codes: Mapping[int, int]) -> str:
+    return ", ".join(f"{n:,}x {code}" for code, n in sorted(codes.items())) or "none"

@@ -1,0 +1,192 @@
+"""Measurement of the side-by-side benchmark: per server and client count, idle memory and connect time
+and one delivery phase per rate; per server, a SIGKILL with clients connected. The numbers come from
+the Go load generator (what the clients saw) and /proc (the server's and Redis's CPU and memory)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from _common import histogram_quantile, process_cpu_seconds, settle_rss
+from _loadgen import GoLoadGen
+from _servers import Publisher, Server, make_server
+
+from sparkwire.stack import RedisServer
+
+CONNECT_CONCURRENCY = 64
+
+
+@dataclass
+class Outcome:
+    """What the clients saw in one phase (summed over clients)."""
+
+    clients: int = 0
+    received: int = 0
+    expected: int = 0
+    lost: int = 0
+    duplicates: int = 0
+    resets: int = 0
+    reconnects: int = 0
+    complete: int = 0
+    behind: int = 0
+    frames: int = 0
+    acks: int = 0
+    loadgen_cpu: float = 0.0
+    hist: list[tuple[float, int]] = field(default_factory=list)
+    close_codes: dict[int, int] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, r: dict[str, Any]) -> Outcome:
+        return cls(clients=r["clients"], received=r["received"], expected=r["expected"], lost=r["lost"],
+                   duplicates=r["duplicates"], resets=r["resets"], reconnects=r["reconnects"],
+                   complete=r["complete"], behind=r["behind"], frames=r["frames"], acks=r["acks"],
+                   loadgen_cpu=r["cpu"], hist=[(float(e), int(n)) for e, n in r["hist"]],
+                   close_codes={int(k): int(v) for k, v in r["close_codes"].items()}, errors=r["errors"] or [])
+
+    @property
+    def exactly_once(self) -> bool:
+        return (0 < self.complete == self.clients and self.received == self.expected and not self.behind
+                and not (self.lost or self.duplicates or self.resets))
+
+    def latency_ms(self, q: float) -> float:
+        return histogram_quantile(self.hist, q)
+
+
+@dataclass
+class Phase:
+    server: str
+    clients: int
+    rate: int
+    per_commit: int
+    published: int
+    publish_seconds: float
+    wall: float
+    server_cpu: float
+    redis_cpu: float
+    seen: Outcome
+
+    @property
+    def delivered_per_s(self) -> float:
+        return self.seen.received / self.wall if self.wall else 0.0
+
+    @property
+    def per_cpu(self) -> float:
+        return self.seen.received / self.server_cpu if self.server_cpu else float("nan")
+
+    @property
+    def per_frame(self) -> float:
+        return self.seen.received / self.seen.frames if self.seen.frames else float("nan")
+
+
+@dataclass
+class Idle:
+    server: str
+    clients: int
+    connected: int
+    failed: int
+    connect_seconds: float
+    connect_p50: float
+    connect_p99: float
+    before: dict[str, int]
+    after: dict[str, int]
+
+    @property
+    def kb_per_connection(self) -> float:
+        return (self.after["VmRSS"] - self.before["VmRSS"]) * 1024 / 1000 / max(self.connected, 1)
+
+
+@dataclass
+class Kill:
+    server: str
+    clients: int
+    rate: int
+    published: int
+    caught_up_s: float  # from the SIGKILL until the last client received a message published after it was back
+    recovered_clients: int
+    not_caught_up: int
+    seen: Outcome
+
+
+def run_server(kind: str, clients: int, rates: list[int], args: Any, redis: RedisServer, publisher: Publisher,
+               loadgen: GoLoadGen, workdir: Path) -> tuple[Idle, list[Phase]]:
+    server = make_server(kind, redis, workdir).start()
+    try:
+        publisher.run(1, 0.5)  # the server follows the stream before the first client
+        loadgen.call("connect", proto=kind, urls=[server.url], count=20, concurrency=CONNECT_CONCURRENCY)
+        loadgen.call("disconnect")  # the first connections load lazy code paths
+        time.sleep(0.5)
+        before = settle_rss(server.pid)
+        c = loadgen.call("connect", proto=kind, urls=[server.url], count=clients, concurrency=CONNECT_CONCURRENCY)
+        after = settle_rss(server.pid, 3.0)
+        idle = Idle(kind, clients, c["connected"], c["failed"], c["seconds"], c["p50"], c["p99"], before, after)
+        print(f"[{kind}] {clients} clients: {c['connected']} connected in {c['seconds']:.1f}s, idle"
+              f" {idle.kb_per_connection:.1f} KB per connection" + (f"; errors {c['errors']}" if c["errors"] else ""),
+              file=sys.stderr)
+        phases = [run_phase(kind, clients, rate, args, redis, server, publisher, loadgen) for rate in rates]
+        loadgen.call("disconnect")
+        if not all(p.seen.exactly_once for p in phases) and kind != "naive":
+            print(f"{kind} log ends with:\n{server.process.log_tail(40)}", file=sys.stderr)
+        return idle, phases
+    finally:
+        server.stop()
+
+
+def run_phase(kind: str, clients: int, rate: int, args: Any, redis: RedisServer, server: Server,
+              publisher: Publisher, loadgen: GoLoadGen) -> Phase:
+    per_commit = max(1, round(rate * args.commit_interval_ms / 1000))
+    publisher.run(per_commit, args.warmup)
+    redis_pid = redis.process.pid
+    assert redis_pid is not None
+    cpu0, redis0 = process_cpu_seconds(server.pid), process_cpu_seconds(redis_pid)
+    t0 = loadgen.call("phase_start")["t"]
+    published, seconds = publisher.run(per_commit, args.duration)
+    result = loadgen.call("phase_end", head=publisher.head(), timeout=args.catch_up_timeout)
+    cpu1, redis1 = process_cpu_seconds(server.pid), process_cpu_seconds(redis_pid)
+    seen = Outcome.of(result)
+    end = result["reached_at"] if not result["behind"] else time.time()
+    phase = Phase(kind, clients, rate, per_commit, published, seconds, max(end - t0, 1e-9), cpu1 - cpu0,
+                  redis1 - redis0, seen)
+    print(f"[{kind}] {clients} clients {rate}/s: {phase.delivered_per_s:,.0f}/s, {phase.per_cpu:,.0f} per CPU s"
+          f" ({phase.per_frame:.1f}/frame), p50/p99/p999 {seen.latency_ms(0.5):.1f}/{seen.latency_ms(0.99):.1f}/"
+          f"{seen.latency_ms(0.999):.1f} ms, exactly once {'yes' if seen.exactly_once else 'NO'}"
+          f" (lost {seen.lost}, dup {seen.duplicates}, resets {seen.resets}, behind {seen.behind})"
+          + (f"; {seen.errors[:3]}" if seen.errors else ""), file=sys.stderr)
+    return phase
+
+
+def run_kill(kind: str, args: Any, redis: RedisServer, publisher: Publisher, loadgen: GoLoadGen,
+             workdir: Path) -> Kill:
+    """``args.kill_clients`` clients on server A, a second instance B beside it (another pod behind the
+    load balancer: reconnects go round [A, B]); publishing at ``args.kill_rate`` throughout; SIGKILL of A
+    ``args.kill_after`` s into it; publishing goes on ``args.kill_for`` s more."""
+    a = make_server(kind, redis, workdir, "-a").start()
+    b = make_server(kind, redis, workdir, "-b").start()
+    try:
+        per_commit = max(1, round(args.kill_rate * args.commit_interval_ms / 1000))
+        publisher.run(1, 0.5)
+        loadgen.call("connect", proto=kind, urls=[a.url, b.url], count=args.kill_clients,
+                     concurrency=CONNECT_CONCURRENCY)
+        publisher.run(per_commit, args.warmup)
+        loadgen.call("phase_start", watchKill=True)
+        wait = publisher.run_in_background(per_commit, args.kill_after + args.kill_for)
+        time.sleep(args.kill_after)
+        killed_at = time.time()
+        a.kill()
+        published, _ = wait()
+        result = loadgen.call("phase_end", head=publisher.head(), timeout=args.catch_up_timeout)
+        loadgen.call("disconnect")
+    finally:
+        a.stop()
+        b.stop()
+    seen = Outcome.of(result)
+    caught = result["caught_up_at"] - killed_at if result["caught_up_at"] else float("nan")
+    kill = Kill(kind, args.kill_clients, args.kill_rate, published, caught, result["recovered_clients"],
+                result["not_caught_up"], seen)
+    print(f"[{kind}] SIGKILL with {args.kill_clients} clients: caught up after {caught:.2f}s"
+          f" ({kill.recovered_clients} back, {kill.not_caught_up} not), lost {seen.lost}, dup {seen.duplicates},"
+          f" resets {seen.resets}, complete {seen.complete}/{seen.clients}", file=sys.stderr)
+    return kill

@@ -1,0 +1,142 @@
+"""Side by side, in one run: sparkwire's gateway, a peer on the Centrifugo engine (centrifuge with its
+Redis broker, history and recovery) and a naive Redis pub/sub broadcaster, under the same load from one
+compiled load generator; the results go into a marked section of docs/benchmarks.md (issue 10).
+
+Per client count (1k, 5k, 10k) the servers run one after the other (the order rotates per count), each
+pinned to CPU 0 with the load generator on CPU 1: idle memory per connection and connect time, then one
+phase per rate (10 messages/s = one message per frame, 500/s = batched), then per server a SIGKILL with
+1k clients connected (they reconnect to a second instance and resume). ``--profile`` instead records
+py-spy flame graphs of the gateway at 1k and 5k clients into docs/images/.
+
+    flock /tmp/sparkwire-heavy.lock .venv/bin/python bench/side_by_side.py        # ~10 minutes
+    .venv/bin/python bench/side_by_side.py --quick --output -                      # smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from _common import int_list, machine_info, raise_open_files, write_section
+from _loadgen import GoLoadGen
+from _sbs_measure import Idle, Kill, Phase, run_kill, run_server
+from _sbs_report import SECTION, Context, render
+from _servers import Publisher, go_binary, make_server, repo_root
+
+from sparkwire.stack import RedisServer
+
+SERVERS = ["sparkwire", "centrifuge", "naive"]
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0] if __doc__ else None)
+    parser.add_argument("--clients", type=int_list, default=[1000, 5000, 10000], help="client counts")
+    parser.add_argument("--rates", type=int_list, default=[10, 500], help="messages/s per phase")
+    parser.add_argument("--servers", type=lambda t: t.split(","), default=SERVERS, help="servers to measure")
+    parser.add_argument("--commit-interval-ms", type=int, default=100, help="one commit/publish batch this often")
+    parser.add_argument("--duration", type=float, default=5.0, help="measured seconds of publishing per phase")
+    parser.add_argument("--warmup", type=float, default=1.0, help="unmeasured seconds of publishing before each")
+    parser.add_argument("--catch-up-timeout", type=float, default=60.0, help="seconds for clients to catch up")
+    parser.add_argument("--payload-bytes", type=int, default=100, help="size of each message's data")
+    parser.add_argument("--kill-clients", type=int, default=1000, help="clients in the SIGKILL test (0 skips it)")
+    parser.add_argument("--kill-rate", type=int, default=100, help="messages/s during the SIGKILL test")
+    parser.add_argument("--kill-after", type=float, default=2.0, help="seconds of publishing before the SIGKILL")
+    parser.add_argument("--kill-for", type=float, default=8.0, help="seconds of publishing after it")
+    parser.add_argument("--profile", action="store_true",
+                        help="only record py-spy flame graphs of the gateway (--profile-clients, rate 10/s)")
+    parser.add_argument("--profile-clients", type=int_list, default=[1000, 5000])
+    parser.add_argument("--quick", action="store_true", help="smoke run: 200 clients, 3 s phases, 100-client kill")
+    parser.add_argument("--output", type=Path, default=Path("docs/benchmarks.md"), help="'-' for stdout only")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.clients, args.duration, args.kill_for = [200], 3.0, 4.0
+        args.kill_clients = min(args.kill_clients, 100)
+    return args
+
+
+def profile(args: argparse.Namespace, redis: RedisServer, loadgen: GoLoadGen, workdir: Path) -> None:
+    """A flame graph of the gateway while it delivers one message per frame to N clients."""
+    publisher = Publisher("sparkwire", redis, args.payload_bytes, args.commit_interval_ms / 1000)
+    publisher.prime()
+    for clients in args.profile_clients:
+        server = make_server("sparkwire", redis, workdir).start()
+        try:
+            loadgen.call("connect", proto="sparkwire", urls=[server.url], count=clients, concurrency=64)
+            publisher.run(1, args.warmup)
+            out = repo_root() / "docs" / "images" / f"flame-gateway-{clients // 1000}k.svg"
+            spy = subprocess.Popen([str(Path(sys.executable).parent / "py-spy"), "record", "--pid", str(server.pid),
+                                    "--duration", str(int(args.duration) + 2), "--rate", "50", "--nonblocking",
+                                    "--output", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            loadgen.call("phase_start")
+            publisher.run(1, args.duration + 2)
+            loadgen.call("phase_end", head=publisher.head(), timeout=args.catch_up_timeout)
+            spy.wait(60)
+            print(f"wrote {out} ({out.stat().st_size // 1024} KiB)", file=sys.stderr)
+            loadgen.call("disconnect")
+        finally:
+            server.stop()
+    publisher.close()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse_args(argv)
+    command = shlex.join([".venv/bin/python", "bench/side_by_side.py", *argv])
+    raise_open_files(max([*args.clients, args.kill_clients, *args.profile_clients]) + 1024)
+    for name in ("loadgen", "centrifuge-peer"):
+        go_binary(name)  # built before anything is timed
+    load_before = os.getloadavg()
+    started = time.monotonic()
+    date = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    idles: list[Idle] = []
+    phases: list[Phase] = []
+    kills: list[Kill] = []
+    with tempfile.TemporaryDirectory(prefix="sparkwire-sbs-") as tmp, RedisServer(Path(tmp)) as redis:
+        workdir = Path(tmp)
+        loadgen = GoLoadGen(workdir / "loadgen.log")
+        try:
+            if args.profile:
+                profile(args, redis, loadgen, workdir)
+                return 0
+            client = redis.client()
+            info = machine_info(client)
+            client.close()
+            publishers = {kind: Publisher(kind, redis, args.payload_bytes, args.commit_interval_ms / 1000)
+                          for kind in args.servers}
+            for publisher in publishers.values():
+                publisher.prime()
+            for index, clients in enumerate(args.clients):
+                order = args.servers[index % len(args.servers):] + args.servers[:index % len(args.servers)]
+                for kind in order:
+                    idle, server_phases = run_server(kind, clients, args.rates, args, redis, publishers[kind],
+                                                     loadgen, workdir)
+                    idles.append(idle)
+                    phases += server_phases
+            if args.kill_clients:
+                for kind in args.servers:
+                    kills.append(run_kill(kind, args, redis, publishers[kind], loadgen, workdir))
+            for publisher in publishers.values():
+                publisher.close()
+        finally:
+            loadgen.close()
+    context = Context(args=args, command=command, info=info, date=date, wall=time.monotonic() - started,
+                      load_before=load_before, load_after=os.getloadavg())
+    section = render(context, idles, phases, kills)
+    if str(args.output) == "-":
+        sys.stdout.write(section)
+    else:
+        write_section(args.output, SECTION, section)
+        print(f"wrote section {SECTION!r} to {args.output}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
