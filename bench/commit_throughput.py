@@ -171,8 +171,9 @@ def run_raw(client: redis.Redis, stream: str, records: Sequence[Record], batch_s
         now_ms = int(time.time() * 1000)
         pipe = client.pipeline(transaction=False)
         for record in batch:
-            fields = {"pid": record.processing_id, "key": record.key, "data": record.payload}
-            pipe.xadd(log, {**fields, "ts": now_ms, "batch": batch_id})
+            fields: dict[str, str | int] = {"pid": record.processing_id, "key": record.key, "data": record.payload,
+                                            "ts": now_ms, "batch": batch_id}
+            pipe.xadd(log, fields)  # type: ignore[arg-type]  # redis-py's stub wants a dict of its own union
         pipe.execute()
         latencies.append(time.perf_counter() - t0)
     seconds = time.perf_counter() - started
