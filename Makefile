@@ -6,7 +6,7 @@ CACHE := .cache
 # bench/ may be empty (git keeps no empty folders); ruff fails on a missing path.
 LINT_DIRS := $(wildcard services tests bench)
 
-.PHONY: setup test lint demo clean kind-up kind-down e2e-kind
+.PHONY: setup test lint demo chaos clean kind-up kind-down e2e-kind
 
 setup:
 	bash infra/setup.sh
@@ -26,6 +26,11 @@ lint:
 demo: setup
 	$(VENV)/python -m sparkwire.demo $(ARGS)
 
+# The whole pipeline under a seeded fault schedule, checked exactly once (docs/reliability.md):
+# make chaos ARGS="--minutes 10 --seed 7" (those are the defaults; ~14 min with start and check).
+chaos: setup
+	$(VENV)/sparkwire chaos $(ARGS)
+
 # A kind cluster running sparkwire (infra/kind/README.md): on a machine with no image registry everything is
 # built here from package registries (~40 min cold, seconds warm). e2e-kind then runs the kind chaos,
 # helm install and skaffold tests against it; a missing cluster fails them instead of skipping.
@@ -41,3 +46,4 @@ e2e-kind: kind-up
 # Removes run state only; stops nothing and keeps the downloaded jars and the venv.
 clean:
 	rm -rf $(CACHE)/run
+bench-peers: ; flock /tmp/sparkwire-heavy.lock $(VENV)/python bench/side_by_side.py $(ARGS)

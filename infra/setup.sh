@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One-time (and idempotent) setup of everything sparkwire's tests and demo run on:
 # the Python venv, redis-server, nginx and chromium from apt, a real Kafka broker's jars and
-# Spark's Kafka connector jars from Maven Central, helm and friends from the Go module
+# Spark's Kafka connector jars from Maven Central, toxiproxy (the chaos run's fault proxy) and helm
+# and friends from the Go module
 # proxy (infra/k8s-tools.sh). Each step is skipped while the
 # stamp of its inputs in .cache/stamps is fresh and its outputs exist.
 set -euo pipefail
@@ -80,10 +81,30 @@ step_spark_kafka() {
   stamp spark-kafka "$fp"
 }
 
+step_toxiproxy() {
+  header "toxiproxy-server (infra/go/toxiproxy, github.com/Shopify/toxiproxy/v2) -> .cache/toxiproxy/bin"
+  local fp out="$CACHE/toxiproxy/bin/toxiproxy-server" version
+  fp="$(fingerprint infra/go/toxiproxy/go.mod infra/go/toxiproxy/go.sum infra/go/toxiproxy/tools.go)"
+  if fresh toxiproxy "$fp" && [[ -x "$out" ]]; then
+    echo "up to date"; return
+  fi
+  command -v go >/dev/null || { echo "ERROR: go is required to build toxiproxy (https://go.dev/dl/)" >&2; return 1; }
+  version="$(sed -n 's/^require github.com\/Shopify\/toxiproxy\/v2 \(v[0-9.]*\)$/\1/p' infra/go/toxiproxy/go.mod)"
+  mkdir -p "$(dirname "$out")"
+  # go.sum pins every module; -mod=readonly refuses to build if it does not cover them.
+  (cd infra/go/toxiproxy && CGO_ENABLED=0 GOFLAGS="-buildvcs=false -mod=readonly" go build -trimpath \
+      -ldflags "-s -w -X github.com/Shopify/toxiproxy/v2.Version=${version#v}" -o "$out.tmp" \
+      github.com/Shopify/toxiproxy/v2/cmd/server)
+  mv "$out.tmp" "$out"
+  "$out" -version
+  stamp toxiproxy "$fp"
+}
+
 step_venv
 step_apt
 step_kafka
 step_spark_kafka
+step_toxiproxy
 header "Kubernetes tooling from the Go module proxy (infra/k8s-tools.sh) -> .cache/k8s"
 bash infra/k8s-tools.sh
 header "setup done"

@@ -51,6 +51,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     token_cli.add_arguments(token)
     token.set_defaults(run=token_cli.run)
+
+    from sparkwire.chaos import run as chaos
+
+    chaos_run = commands.add_parser(
+        "chaos", help="the whole pipeline on this machine under a seeded fault schedule, checked exactly once",
+        description=chaos.__doc__,
+    )
+    chaos.add_arguments(chaos_run)
+    chaos_run.set_defaults(run=chaos.run)
     return parser
 
 

@@ -1,0 +1,74 @@
+"""The dashboard page (``/`` of a gateway, through an edge proxy and nginx) in real Chromium for the whole
+run: ``python -m sparkwire.chaos.browser PLAN``. It writes the page client's seq twice a second to
+``status``, reloads the page when the schedule says (the page resumes from what it saved), and on
+SIGTERM writes to ``report`` what the page drew — ``window.__sparkwire.series``, one point per window —
+with the client's counters and every applied (seq, processingId) of every page life.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from playwright.sync_api import Page, sync_playwright
+
+from sparkwire.chaos.clients import write_json
+
+CHROMIUM = "/usr/bin/chromium"  # Debian's, from `make setup`
+STATE = """() => { const d = window.__sparkwire; const c = d?.client;
+  return c ? { seq: c.cursor?.seq ?? 0, connects: c.stats().connects } : { seq: 0, connects: 0 }; }"""
+FINAL = """() => { const d = window.__sparkwire;
+  return { series: d.series, received: d.received, stats: d.client.stats(), chartStats: d.chartStats,
+           snapshots: d.snapshots, chartError: d.chartError }; }"""
+
+
+def _state(page: Page) -> dict[str, Any]:
+    try:
+        return dict(page.evaluate(STATE))
+    except Exception:  # between two page lives
+        return {"seq": -1, "connects": 0}
+
+
+def main() -> None:
+    plan = json.loads(Path(sys.argv[1]).read_text())
+    status_path, report_path = Path(plan["status"]), Path(plan["report"])
+    stopping = False
+
+    def on_term(_signum: int, _frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGTERM, on_term)
+    reloads = sorted(plan["t0"] + at for at in plan["reloads"])
+    console: list[str] = []
+    lives: list[list[Any]] = []  # applied (seq, processingId) of each earlier page life
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM)
+        page = browser.new_context().new_page()
+        page.on("console", lambda message: console.append(f"[{message.type}] {message.text}")
+                if message.type in ("error", "warning") else None)
+        page.on("pageerror", lambda error: console.append(f"[pageerror] {error}"))
+        page.goto(plan["url"])
+        while not stopping:
+            if reloads and time.time() >= reloads[0]:
+                reloads.pop(0)
+                lives.append(page.evaluate("window.__sparkwire.received"))
+                write_json(status_path, {"t": time.time(), "seqs": {"page": -1}, "connected": 0})
+                page.reload()  # pagehide: a last ack and the client's and the charts' save
+            state = _state(page)
+            write_json(status_path, {"t": time.time(), "seqs": {"page": state["seq"]},
+                                     "connected": int(state["connects"] > 0)})
+            page.wait_for_timeout(500)
+        final = dict(page.evaluate(FINAL))
+        final["lives"] = [*lives, final.pop("received")]
+        final["console"] = console[-50:]
+        write_json(report_path, final)
+        browser.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,106 @@
+"""The data path of a chaos run: the producer of live events, and the Spark aggregator kept running by a
+supervisor that restarts it on its checkpoint whenever it exits — as the Spark operator's restart policy
+does — so a SIGKILLed driver, or one that gave up on a broken link, comes back by itself."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sparkwire.chaos.topology import DEAD_LETTER_TOPIC, STREAM, TOPIC, Topology
+from sparkwire.stack import ManagedProcess, free_port
+
+WINDOW_MS = 2_000
+# Far above the producer's disorder (300 ms): no event is late, whatever Spark's batch boundaries are
+# when a restart or a slow link lets a backlog build up (see sparkwire.verify.lateness).
+DELAY_MS = 2_000
+MAX_DISORDER_MS = 300
+PYTHON = [sys.executable, "-m", "sparkwire.cli"]
+
+
+@dataclass
+class Settings:
+    rate: float = 100.0
+    trigger_ms: int = 500
+    chunk_size: int = 3  # several chunks per batch: a kill between two of them is likely, not theoretical
+
+
+@dataclass
+class SupervisedAggregator:
+    topology: Topology
+    settings: Settings
+    metrics_port: int = field(default_factory=free_port)
+    exits: list[int] = field(default_factory=list)
+    process: ManagedProcess | None = None
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _thread: threading.Thread | None = None
+
+    def command(self) -> list[str]:
+        topology = self.topology
+        return [
+            *PYTHON, "aggregate", "--bootstrap-servers", topology.kafka.spark_bootstrap, "--topic", TOPIC,
+            "--dead-letter-topic", DEAD_LETTER_TOPIC, "--redis-url", topology.redis_url_via("spark-redis"),
+            "--stream", STREAM, "--checkpoint", str(topology.workdir / "checkpoint"),
+            "--window-ms", str(WINDOW_MS), "--watermark-delay-ms", str(DELAY_MS),
+            "--trigger-ms", str(self.settings.trigger_ms), "--chunk-size", str(self.settings.chunk_size),
+            "--metrics-port", str(self.metrics_port), "--log-level", "WARNING",
+        ]  # fmt: skip
+
+    def start(self) -> None:
+        self.process = ManagedProcess("aggregator", self.command(), self.topology.workdir)
+        self.process.start()
+        self._thread = threading.Thread(target=self._supervise, daemon=True, name="aggregator-supervisor")
+        self._thread.start()
+
+    def _supervise(self) -> None:
+        while not self._stop.wait(0.3):
+            with self._lock:
+                process = self.process
+                if process is not None and not process.alive and not self._stop.is_set():
+                    self.exits.append(process.returncode or 0)
+                    process.start()
+
+    def kill(self) -> int | None:
+        """SIGKILL the driver's whole process group (Python and its JVM); the supervisor restarts it."""
+        with self._lock:
+            process = self.process
+            pid = process.pid if process is not None else None
+            if process is not None and process.alive:
+                process.kill()
+                self.exits.append(-9)
+                process.start()
+        return pid
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        if self.process is not None:
+            self.process.stop(timeout=30)
+
+
+def producer(topology: Topology, settings: Settings, seconds: float, seed: int) -> ManagedProcess:
+    """Live events for ``seconds`` (event time = wall time), 2% sent twice and 1% malformed, then heartbeats
+    for a few seconds so the last window closes without more data."""
+    return ManagedProcess("producer", [
+        *PYTHON, "produce", "--bootstrap-servers", topology.kafka.bootstrap, "--topic", TOPIC, "--realtime",
+        "--duration", str(seconds), "--rate", str(settings.rate), "--seed", str(seed),
+        "--max-disorder-ms", str(MAX_DISORDER_MS), "--duplicate-ratio", "0.02", "--malformed-ratio", "0.01",
+        "--heartbeat-ms", "500", "--idle-seconds", str(DELAY_MS / 1000 + 4),
+        "--events-file", str(events_path(topology.workdir)), "--log-level", "WARNING",
+    ], topology.workdir)  # fmt: skip
+
+
+def events_path(workdir: Path) -> Path:
+    return workdir / "events.jsonl"
+
+
+def wait_exit(process: ManagedProcess, timeout: float) -> int | None:
+    deadline = time.monotonic() + timeout
+    while process.alive and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return process.returncode
