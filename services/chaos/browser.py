@@ -21,8 +21,18 @@ from sparkwire.chaos.clients import write_json
 CHROMIUM = "/usr/bin/chromium"  # Debian's, from `make setup`
 STATE = """() => { const d = window.__sparkwire; const c = d?.client;
   return c ? { seq: c.cursor?.seq ?? 0, connects: c.stats().connects } : { seq: 0, connects: 0 }; }"""
+# Each page life's applied entries, kept in sessionStorage when the page goes away: a listener added
+# before the page's own scripts runs first on pagehide, before the client's last ack and save, and no
+# frame can be handled in between — reading them from outside before the reload would miss what the
+# page applied in the meantime and then saved as its position.
+KEEP_LIVES = """addEventListener("pagehide", () => {
+  const lives = JSON.parse(sessionStorage.getItem("chaos:lives") || "[]");
+  lives.push(window.__sparkwire?.received ?? []);
+  sessionStorage.setItem("chaos:lives", JSON.stringify(lives));
+});"""
 FINAL = """() => { const d = window.__sparkwire;
-  return { series: d.series, received: d.received, stats: d.client.stats(), chartStats: d.chartStats,
+  const earlier = JSON.parse(sessionStorage.getItem("chaos:lives") || "[]");
+  return { series: d.series, lives: [...earlier, d.received], stats: d.client.stats(), chartStats: d.chartStats,
            snapshots: d.snapshots, chartError: d.chartError }; }"""
 
 
@@ -45,10 +55,11 @@ def main() -> None:
     signal.signal(signal.SIGTERM, on_term)
     reloads = sorted(plan["t0"] + at for at in plan["reloads"])
     console: list[str] = []
-    lives: list[list[Any]] = []  # applied (seq, processingId) of each earlier page life
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM)
-        page = browser.new_context().new_page()
+        context = browser.new_context()
+        context.add_init_script(KEEP_LIVES)
+        page = context.new_page()
         page.on("console", lambda message: console.append(f"[{message.type}] {message.text}")
                 if message.type in ("error", "warning") else None)
         page.on("pageerror", lambda error: console.append(f"[pageerror] {error}"))
@@ -56,7 +67,6 @@ def main() -> None:
         while not stopping:
             if reloads and time.time() >= reloads[0]:
                 reloads.pop(0)
-                lives.append(page.evaluate("window.__sparkwire.received"))
                 write_json(status_path, {"t": time.time(), "seqs": {"page": -1}, "connected": 0})
                 page.reload()  # pagehide: a last ack and the client's and the charts' save
             state = _state(page)
@@ -64,7 +74,6 @@ def main() -> None:
                                      "connected": int(state["connects"] > 0)})
             page.wait_for_timeout(500)
         final = dict(page.evaluate(FINAL))
-        final["lives"] = [*lives, final.pop("received")]
         final["console"] = console[-50:]
         write_json(report_path, final)
         browser.close()
