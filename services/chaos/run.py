@@ -189,7 +189,9 @@ def run(args: argparse.Namespace) -> int:
         verdict = verify(expected, entries, clients, page_report, counters.problems)
         times: dict[str, list[float | None]] = defaultdict(list)
         for result in sorted(applied, key=lambda a: a.fault.index):
-            times[CATEGORY[result.fault.kind]].append(recovery_time(monitor.samples, result.ended_at))
+            seconds = recovery_time(monitor.samples, result.ended_at)
+            times[CATEGORY[result.fault.kind]].append(seconds)
+            _say(f"recovered {'never' if seconds is None else f'{seconds:5.1f}s'} after {result.fault.describe()}")
         for line in counters.lines:
             _say(line)
         failed = [a for a in applied if a.error]
