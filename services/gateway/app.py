@@ -51,6 +51,12 @@ class Gateway:
         self.hubs = {s: StreamHub(self.client, StreamKeys(s), ring_size=self.ring_size, queue_size=self.send_queue)
                      for s in self.streams}
 
+    def drain(self) -> None:
+        """Refuse new connections (readyz 503) and end the open ones with 1001 going_away."""
+        self.draining.set()
+        for hub in self.hubs.values():
+            hub.end_all("draining")
+
 
 async def _refuse(websocket: WebSocket, code: CloseCode, reason: str) -> None:
     await websocket.accept()  # accept first: a close code is only visible to a client on an open socket
@@ -139,7 +145,7 @@ def create_app(gateway: Gateway) -> Starlette:
         try:
             yield
         finally:
-            gateway.draining.set()
+            gateway.drain()
             await cancel_and_wait([*tasks, sessions])
             await gateway.client.aclose()
 

@@ -20,9 +20,10 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from sparkwire.gateway import metrics
 from sparkwire.gateway.auth import AuthError, Grant, check_token
-from sparkwire.gateway.hub import LiveEntry, StreamHub, Subscription
+from sparkwire.gateway.hub import StreamHub
 from sparkwire.gateway.recovery import ReplayMerger, decide_start, junction_step
 from sparkwire.gateway.sessions import SessionPosition, SessionStore
+from sparkwire.gateway.subscription import LiveBatch, LiveEntry, Subscription
 from sparkwire.gateway.tasks import cancel_and_wait
 from sparkwire.protocol.client_frames import Ack, Hello, Ping, Pong, ProtocolError, encode_heartbeat, parse_client_frame
 from sparkwire.protocol.close_codes import CloseCode, close_reason
@@ -58,6 +59,29 @@ class ConnectionSettings:
     pong_timeout_s: float = PONG_TIMEOUT_S
 
 
+# How each ending of a subscription closes the connection ("receiver" re-raises what ended the receiver).
+_ENDINGS: dict[str, tuple[CloseCode, str]] = {
+    "slow_consumer": (CloseCode.SLOW_CONSUMER, "send queue overflowed"),
+    "stream_reset": (CloseCode.STREAM_RESET, "stream epoch changed"),
+    "draining": (CloseCode.GOING_AWAY, "pod draining"),
+    "timeout": (CloseCode.TIMEOUT, "no frame from the client in time"),
+    "token_expired": (CloseCode.TOKEN_EXPIRED, "token expired"),
+}
+
+
+@dataclass
+class Timers:
+    """When the sender must next wake without a batch: the next ping, or the token's expiry."""
+
+    next_ping: float
+    expires_at_monotonic: float | None
+    pings: int = 0
+
+    def seconds_to_next(self, now: float) -> float:
+        due = self.next_ping if self.expires_at_monotonic is None else min(self.next_ping, self.expires_at_monotonic)
+        return max(due - now, 0.0)
+
+
 class Close(Exception):
     """End the connection with ``code``; terminal codes get an ``error`` frame first."""
 
@@ -85,6 +109,7 @@ class Connection:
         self.last_ack = 0
         self.reported = (0, 0)
         self.last_heard = time.monotonic()
+        self.timers = Timers(next_ping=self.last_heard + settings.ping_interval_s, expires_at_monotonic=None)
         self.max_frame_bytes = settings.max_server_frame_bytes
         # Labelled children looked up once: labels() per send is measurable at thousands of clients.
         self._delivered = metrics.ENTRIES_DELIVERED.labels(stream=self.stream)
@@ -121,6 +146,7 @@ class Connection:
         hello = await self._receive_hello()
         if self.settings.auth_secret:
             self.grant = check_token(hello.token, self.settings.auth_secret, self.stream)
+            self.timers.expires_at_monotonic = time.monotonic() + self.grant.expires_at - time.time()
         await self._choose_session(hello.session)
         subscription = self.hub.subscribe()  # before any read, so nothing committed from now on is missed
         try:
@@ -187,59 +213,72 @@ class Connection:
         self.last_ack = after
 
     async def _run(self, subscription: Subscription) -> None:
-        sender = asyncio.create_task(self._send_loop(subscription))
+        """Send until the subscription ends; the sender is this task, the receiver the only other one."""
+        if self.draining.is_set():  # drained between the accept and the subscribe
+            subscription.end("draining")
         receiver = asyncio.create_task(self._receive_loop())
-        overflow = asyncio.create_task(subscription.overflowed.wait())
-        reset = asyncio.create_task(subscription.reset.wait())
-        drain = asyncio.create_task(self.draining.wait())
-        heartbeat = asyncio.create_task(self._heartbeat())
-        expiry = asyncio.create_task(self._token_expiry())
-        tasks = {sender, receiver, overflow, reset, drain, heartbeat, expiry}
+        receiver.add_done_callback(lambda _: subscription.end("receiver"))
         try:
-            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            await self._send_loop(subscription)
         finally:
-            await cancel_and_wait(tasks)  # every one of them, before the close: none outlives the connection
-        if overflow in done:
+            await cancel_and_wait([receiver])  # before the close: nothing of the connection outlives it
+        reason = subscription.ended
+        if reason == "receiver" and not receiver.cancelled():
+            receiver.result()  # re-raise what ended it: a bad frame, the client leaving
+        if reason == "slow_consumer":
             metrics.SLOW_CONSUMER_CLOSES.labels(stream=self.stream).inc()
-            raise Close(CloseCode.SLOW_CONSUMER, "send queue overflowed")
-        if reset in done:
-            raise Close(CloseCode.STREAM_RESET, "stream epoch changed")
-        if drain in done:
-            raise Close(CloseCode.GOING_AWAY, "pod draining")
-        if expiry in done:
-            raise Close(CloseCode.TOKEN_EXPIRED, "token expired")
-        for task in done:
-            task.result()  # re-raise what ended the sender or the receiver
+        code, text = _ENDINGS.get(reason or "", (CloseCode.INTERNAL_ERROR, "connection ended"))
+        raise Close(code, text)
 
     async def _send_loop(self, subscription: Subscription) -> None:
+        """History, then live batches, until the subscription ends."""
         pending: list[LiveEntry] = []
-        while True:
+        while subscription.ended is None:
             await self._catch_up(subscription, pending)
-            pending = []
-            while True:
-                batch = await subscription.queue.get()
-                sent, gap = self.merger.take([live.entry for live in batch])
-                if len(sent) == len(batch):  # all of it, in order: the batch's shared frames
-                    await self._send_frames(batch.frames(await self._frame_epoch(), self.max_frame_bytes),
-                                            len(sent))
-                else:
-                    overlap = sum(1 for live in batch if live.entry.seq <= self.merger.delivered) - len(sent)
-                    if overlap > 0:
-                        metrics.GATEWAY_DUPLICATES.labels(stream=self.stream).inc(overlap)
-                    sent_seqs = {entry.seq for entry in sent}
-                    await self._send([live.encoded for live in batch if live.entry.seq in sent_seqs])
-                if sent:  # one observation per frame sent: commit of its oldest entry -> send
-                    self._latency.observe(max(now_ms() - sent[0].commit_ms, 0) / 1000)
-                if gap is not None:  # the live feed skipped a seq: read it from history
-                    metrics.GAPS_DETECTED.labels(stream=self.stream).inc()
-                    pending = [live for live in batch if live.entry.seq > self.merger.delivered]
-                    break
+            pending = await self._live(subscription)
+
+    async def _live(self, subscription: Subscription) -> list[LiveEntry]:
+        """Send live batches as they come; when the live feed skipped a seq, return what is left of it for
+        a catch-up from history (nothing, once the subscription ended)."""
+        while (batches := await self._next_batches(subscription)) is not None:
+            for index, batch in enumerate(batches):
+                if not await self._send_live(batch):
+                    return [live for later in batches[index:] for live in later
+                            if live.entry.seq > self.merger.delivered]
+        return []
+
+    async def _next_batches(self, subscription: Subscription) -> list[LiveBatch] | None:
+        """The batches waiting (after waiting for some, pinging on time meanwhile); None once it ended."""
+        while subscription.ended is None:
+            batches = subscription.take()
+            if batches:
+                return batches
+            await subscription.wait(self.timers.seconds_to_next(time.monotonic()))
+            await self._on_time(subscription)
+        return None
+
+    async def _send_live(self, batch: LiveBatch) -> bool:
+        """Send what of ``batch`` is due; False if it skipped a seq (the rest must come from history)."""
+        sent, gap = self.merger.take([live.entry for live in batch])
+        if len(sent) == len(batch):  # all of it, in order: the batch's shared frames
+            await self._send_frames(batch.frames(await self._frame_epoch(), self.max_frame_bytes), len(sent))
+        else:
+            overlap = sum(1 for live in batch if live.entry.seq <= self.merger.delivered) - len(sent)
+            if overlap > 0:
+                metrics.GATEWAY_DUPLICATES.labels(stream=self.stream).inc(overlap)
+            sent_seqs = {entry.seq for entry in sent}
+            await self._send([live.encoded for live in batch if live.entry.seq in sent_seqs])
+        if sent:  # one observation per frame sent: commit of its oldest entry -> send
+            self._latency.observe(max(now_ms() - sent[0].commit_ms, 0) / 1000)
+        if gap is not None:
+            metrics.GAPS_DETECTED.labels(stream=self.stream).inc()
+            return False
+        return True
 
     async def _catch_up(self, subscription: Subscription, pending: list[LiveEntry]) -> None:
         """Send history after ``merger.delivered`` until it joins the live entries buffered meanwhile."""
-        while True:
-            while not subscription.queue.empty():
-                pending.extend(subscription.queue.get_nowait())
+        while subscription.ended is None:
+            pending.extend(live for batch in subscription.take() for live in batch)
             page, source = await self._history_page()
             encodings = {live.entry.seq: live.encoded for live in pending}
             encodings.update({entry.seq: encoded for entry, encoded in page})
@@ -253,6 +292,23 @@ class Connection:
                 metrics.GAPS_DETECTED.labels(stream=self.stream).inc()
                 # trimmed under us or a new epoch: the client resumes and gets a snapshot
                 raise Close(CloseCode.STREAM_RESET, f"seq {self.merger.delivered + 1} is no longer in the log")
+            await self._on_time(subscription)  # a long replay still pings and still ends a stale token
+
+    async def _on_time(self, subscription: Subscription) -> None:
+        """Application pings, the pong timeout and the token's expiry, all checked by the sender: browsers
+        cannot send or observe WebSocket-level pings, and a proxy may keep a dead client's TCP connection
+        open for a long time; a token is checked at the hello only, so without the expiry a revoked reader
+        would read for as long as its connection lasts. Any frame from the client counts as an answer."""
+        now = time.monotonic()
+        if self.grant is not None and time.time() >= self.grant.expires_at:
+            subscription.end("token_expired")
+        elif now >= self.timers.next_ping:
+            if now - self.last_heard > self.settings.pong_timeout_s:
+                subscription.end("timeout")
+                return
+            self.timers.pings += 1
+            self.timers.next_ping = now + self.settings.ping_interval_s
+            await self.websocket.send_text(encode_heartbeat(Ping(self.timers.pings)))
 
     async def _history_page(self) -> tuple[list[tuple[Entry, EncodedEntry]], str]:
         """The next page after what was delivered: from the pod's ring when it has it, else Redis."""
@@ -276,25 +332,6 @@ class Connection:
         for frame in frames:
             await self.websocket.send_text(frame)
         self._delivered.inc(entries)
-
-    async def _heartbeat(self) -> None:
-        """Application pings: browsers cannot send or observe WebSocket-level pings, and a proxy may keep a
-        dead client's TCP connection open for a long time. Any frame from the client counts as an answer."""
-        t = 0
-        while True:
-            await asyncio.sleep(self.settings.ping_interval_s)
-            if time.monotonic() - self.last_heard > self.settings.pong_timeout_s:
-                raise Close(CloseCode.TIMEOUT, f"no frame for {self.settings.pong_timeout_s:g} s")
-            t += 1
-            await self.websocket.send_text(encode_heartbeat(Ping(t)))
-
-    async def _token_expiry(self) -> None:
-        """Return when the hello's token expires; never without auth. A token is checked at the hello
-        only, so without this a revoked reader would keep reading for as long as its connection lasts."""
-        if self.grant is None:
-            await asyncio.Event().wait()
-            return
-        await asyncio.sleep(max(self.grant.expires_at - time.time(), 0.0))
 
     async def _receive_loop(self) -> None:
         while True:

@@ -6,60 +6,20 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any, cast
 
 import redis.asyncio as redis_async
 from redis.exceptions import RedisError
 
 from sparkwire.gateway import metrics
-from sparkwire.protocol.server_frames import EncodedEntry, encode_entry, pack_entries
+from sparkwire.gateway.subscription import EndReason, LiveBatch, LiveEntry, Subscription
+from sparkwire.protocol.server_frames import encode_entry
 from sparkwire.replaylog.async_reader import AsyncReplayLogReader
 from sparkwire.replaylog.keys import StreamKeys
 from sparkwire.replaylog.model import Entry, StreamMeta
 from sparkwire.replaylog.reader import entry_id, parse_entry
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class LiveEntry:
-    entry: Entry
-    encoded: EncodedEntry
-
-
-class LiveBatch(list[LiveEntry]):
-    """One XREAD's entries as the hub fans them out. Connections that take the whole batch (the usual case
-    once caught up) share its packed frames: built once per pod and epoch, not once per client."""
-
-    def __init__(self, entries: Sequence[LiveEntry] = ()) -> None:
-        super().__init__(entries)
-        self._frames: dict[tuple[str, int], list[str]] = {}
-
-    def frames(self, epoch: str, max_frame_bytes: int) -> list[str]:
-        packed = self._frames.get((epoch, max_frame_bytes))
-        if packed is None:
-            packed = self._frames[(epoch, max_frame_bytes)] = pack_entries(
-                epoch, [live.encoded for live in self], max_frame_bytes)
-        return packed
-
-
-
-@dataclass(eq=False)
-class Subscription:
-    """A connection's bounded queue of live batches. Overflow marks it; the connection then closes
-    with the resumable slow-consumer code instead of slowing the hub or the other connections."""
-
-    queue: asyncio.Queue[LiveBatch]
-    overflowed: asyncio.Event = field(default_factory=asyncio.Event)
-    reset: asyncio.Event = field(default_factory=asyncio.Event)
-
-    def offer(self, batch: LiveBatch) -> None:
-        try:
-            self.queue.put_nowait(batch)
-        except asyncio.QueueFull:
-            self.overflowed.set()
 
 
 class StreamHub:
@@ -82,9 +42,13 @@ class StreamHub:
         return self.keys.stream
 
     def subscribe(self) -> Subscription:
-        subscription = Subscription(asyncio.Queue(maxsize=self.queue_size))
+        subscription = Subscription(self.queue_size)
         self.subscriptions.add(subscription)
         return subscription
+
+    def end_all(self, reason: EndReason) -> None:
+        for subscription in self.subscriptions:
+            subscription.end(reason)
 
     def unsubscribe(self, subscription: Subscription) -> None:
         self.subscriptions.discard(subscription)
@@ -159,8 +123,7 @@ class StreamHub:
         if self.epoch:
             log.warning("stream epoch changed", extra={"fields": {"stream": self.stream, "old": self.epoch,
                                                                   "new": meta.epoch}})
-            for subscription in self.subscriptions:
-                subscription.reset.set()
+            self.end_all("stream_reset")
         self.epoch = meta.epoch
         self.head_seq = meta.last_seq
         self.ring.clear()

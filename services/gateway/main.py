@@ -44,7 +44,7 @@ class DrainingServer(uvicorn.Server):
         asyncio.get_running_loop().create_task(self._drain())
 
     async def _drain(self) -> None:
-        self.gateway.draining.set()  # readyz -> 503; connections close with 1001 going_away
+        self.gateway.drain()  # readyz -> 503; connections close with 1001 going_away
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.drain_seconds
         while self.gateway.open_connections > 0 and loop.time() < deadline:
