@@ -8,9 +8,8 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from _common import closes_text, git_revision, markers
+from _common import closes_text, markers
 from _sbs_measure import Idle, Kill, Phase
-from _servers import repo_root
 
 SECTION = "side_by_side"
 PEER = "centrifuge"
@@ -27,6 +26,7 @@ class Context:
     wall: float
     load_before: tuple[float, float, float]
     load_after: tuple[float, float, float]
+    revision: str  # taken when the run starts: what ran, not what was committed while it ran
 
 
 def _num(value: float, digits: int = 0) -> str:
@@ -135,7 +135,6 @@ def aims(phases: Sequence[Phase], idles: Sequence[Idle]) -> list[str]:
 def render(ctx: Context, idles: Sequence[Idle], phases: Sequence[Phase], kills: Sequence[Kill]) -> str:
     args, info = ctx.args, ctx.info
     start, end = markers(SECTION)
-    revision = git_revision(repo_root(), ["services", "bench"])
     lines = [
         start,
         "## Side by side: sparkwire's gateway, the Centrifugo engine, a naive pub/sub floor",
@@ -152,7 +151,7 @@ def render(ctx: Context, idles: Sequence[Idle], phases: Sequence[Phase], kills: 
         "- **naive pub/sub** (`bench/peers/naive_pubsub.py`): Starlette on uvicorn broadcasting one Redis pub/sub",
         "  channel, one `PUBLISH` per batch; no history, no resume: the floor that shows what exactly-once costs.",
         "",
-        f"Run {ctx.date}, {ctx.wall / 60:.1f} min wall time, code {revision}. Reproduce with (`make bench-peers`):",
+        f"Run {ctx.date}, {ctx.wall / 60:.1f} min wall time, code {ctx.revision}. Reproduce with (`make bench-peers`):",
         "",
         "```sh",
         f"flock /tmp/sparkwire-heavy.lock {ctx.command}",

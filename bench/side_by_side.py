@@ -25,7 +25,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from _common import int_list, machine_info, raise_open_files, write_section
+from _common import git_revision, int_list, machine_info, raise_open_files, write_section
 from _loadgen import GoLoadGen
 from _sbs_measure import Idle, Kill, Phase, run_kill, run_server
 from _sbs_report import SECTION, Context, render
@@ -96,6 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     load_before = os.getloadavg()
     started = time.monotonic()
     date = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    revision = git_revision(repo_root(), ["services", "bench"])
     idles: list[Idle] = []
     phases: list[Phase] = []
     kills: list[Kill] = []
@@ -128,7 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         finally:
             loadgen.close()
     context = Context(args=args, command=command, info=info, date=date, wall=time.monotonic() - started,
-                      load_before=load_before, load_after=os.getloadavg())
+                      load_before=load_before, load_after=os.getloadavg(), revision=revision)
     section = render(context, idles, phases, kills)
     if str(args.output) == "-":
         sys.stdout.write(section)
