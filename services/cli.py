@@ -31,6 +31,15 @@ def build_parser() -> argparse.ArgumentParser:
     job.add_arguments(aggregate)
     aggregate.set_defaults(run=job.run)
 
+    from sparkwire.aggregator import rebuild
+
+    rebuild_log = commands.add_parser(
+        "rebuild", help="recompute a lost replay log's results from Kafka and the aggregator's checkpoint",
+        description=rebuild.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    rebuild.add_arguments(rebuild_log)
+    rebuild_log.set_defaults(run=rebuild.run)
+
     produce = commands.add_parser(
         "produce", help="write raw metric events to Kafka (idempotent producer)",
         description=producer.__doc__,

@@ -18,6 +18,7 @@ import redis
 
 from sparkwire import logs
 from sparkwire.aggregator.faults import FaultInjector
+from sparkwire.aggregator.rebuild import HistoryRebuilder
 from sparkwire.aggregator.sink import ReplayLogSink
 from sparkwire.options import add_option, non_negative_int, positive_int
 from sparkwire.paths import cache_dir
@@ -71,10 +72,10 @@ def _connector_jars(directory: str) -> list[str]:
     return sorted(str(p) for p in default.glob("*.jar"))  # empty: jars are on Spark's classpath
 
 
-def _spark_session(args: argparse.Namespace) -> Any:
+def spark_session(args: argparse.Namespace, app_name: str = "sparkwire-aggregator") -> Any:
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder.appName("sparkwire-aggregator")
+    builder = SparkSession.builder.appName(app_name)
     if args.master:
         builder = builder.master(args.master)
     jars = _connector_jars(args.spark_jars)
@@ -164,9 +165,11 @@ def run(args: argparse.Namespace) -> int:
     writer = ReplayLogWriter(
         redis.Redis.from_url(args.redis_url), args.stream, retention=args.retention, chunk_size=args.chunk_size
     )
-    spark = _spark_session(args)
+    spark = spark_session(args)
     spark.streams.addListener(ProgressReporter())
-    queries = start_queries(spark, args, ReplayLogSink(writer, FaultInjector.from_env()))
+    rebuilder = HistoryRebuilder(args.bootstrap_servers, args.topic, args.checkpoint.rstrip("/"), args.window_ms,
+                                 args.watermark_delay_ms)
+    queries = start_queries(spark, args, ReplayLogSink(writer, FaultInjector.from_env(), rebuilder))
     try:
         supervise(queries, stop)
     except QueryFailed:

@@ -31,3 +31,12 @@ COMMIT_SECONDS = Histogram(
     buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0),
 )
 LAST_SEQ = Gauge("sparkwire_sink_last_seq", "Last seq committed to the replay log")
+REBUILDS = Counter(
+    "sparkwire_aggregator_rebuilds", "Rebuilds of a lost replay log from Kafka, by outcome (complete, partial)",
+    ["outcome"],
+)
+REBUILD_UNAVAILABLE = Counter(
+    "sparkwire_aggregator_rebuild_unavailable",
+    "Rebuilds that could not restore the whole lost history (input past Kafka's retention or the checkpoint's)",
+)
+REBUILD_RECORDS = Counter("sparkwire_aggregator_rebuild_records", "Results re-committed by rebuilds")

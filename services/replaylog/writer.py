@@ -20,7 +20,19 @@ DEFAULT_RETENTION = 100_000
 _RESTAGE_ATTEMPTS = 3
 _STATUSES: dict[str, ChunkStatus] = {"committed": "committed", "staged": "staged", "replayed": "replayed"}
 
-_COMMIT_SOURCE = resources.files("sparkwire.replaylog").joinpath("lua/commit_chunk.lua").read_text()
+_LUA = resources.files("sparkwire.replaylog").joinpath("lua")
+_COMMIT_SOURCE = _LUA.joinpath("commit_chunk.lua").read_text()
+_MARK_REBUILD_SOURCE = _LUA.joinpath("mark_rebuild.lua").read_text()
+
+
+class EpochFenced(RuntimeError):
+    """The stream's epoch is not the one the writer fenced on: the log it wrote to is gone (Redis lost its
+    data) and nothing of the batch was written. ``found`` is the stream's epoch now ('' for none)."""
+
+    def __init__(self, expected: str, found: str) -> None:
+        super().__init__(f"stream epoch is {found!r}, the writer expected {expected!r}: the log was lost")
+        self.expected = expected
+        self.found = found
 
 
 def plan_chunks(records: Sequence[Record], chunk_size: int) -> list[list[Record]]:
@@ -58,9 +70,11 @@ class ReplayLogWriter:
         if retention < 1:
             raise ValueError(f"retention must be >= 1, got {retention}")
         self.keys = StreamKeys(stream) if prefix is None else StreamKeys(stream, prefix)
+        self.client = client
         self.retention = retention
         self.chunk_size = chunk_size
         self._script = client.register_script(_COMMIT_SOURCE)
+        self._mark_rebuild = client.register_script(_MARK_REBUILD_SOURCE)
         self._epoch_candidate = secrets.token_hex(8)
         # A chunk whose reply was lost is simply sent again: the marker or the staging hash makes the second
         # call a no-op.
@@ -78,15 +92,17 @@ class ReplayLogWriter:
         records: Sequence[Record],
         *,
         between_chunks: Callable[[int, ChunkResult], None] | None = None,
+        fence: str = "",
     ) -> BatchCommit:
         """Commit ``records`` as batch ``batch_id``: readers see all of it, once, when its last chunk is
         committed. ``between_chunks(i, result)`` runs after each chunk but the last (a seam for fault
-        injection)."""
+        injection). With a ``fence`` (an epoch), :class:`EpochFenced` is raised, nothing written by that
+        chunk, unless the stream still has that epoch."""
         chunks = plan_chunks(records, self.chunk_size)
         for _attempt in range(_RESTAGE_ATTEMPTS):
             results: list[ChunkResult] = []
             for index, chunk in enumerate(chunks):
-                result = self._commit_chunk(query_id, batch_id, index, len(chunks), chunk)
+                result = self._commit_chunk(query_id, batch_id, index, len(chunks), chunk, fence)
                 if result is None:
                     break  # the staged chunks are gone: send the batch again from its first chunk
                 results.append(result)
@@ -99,11 +115,24 @@ class ReplayLogWriter:
             "writer committing to this stream?"
         )
 
+    def stream_epoch(self) -> tuple[str, str]:
+        """The stream's epoch ('' for none) and the query id of its last published batch ('' for none)."""
+        epoch, query = self.client.hmget(self.keys.meta, ["epoch", "query_id"])
+        return (_decode(epoch) if epoch is not None else "", _decode(query) if query is not None else "")
+
+    def mark_rebuild(self, lost_before_ms: int | None, lost_records: int) -> str:
+        """Open a rebuild of a lost log (``lua/mark_rebuild.lua``): create the epoch if the stream has none,
+        count the rebuild, and mark the history before ``lost_before_ms`` as lost (None: nothing lost).
+        Returns the stream's epoch, which the rebuilt and the live batches then fence on."""
+        lost = -1 if lost_before_ms is None else lost_before_ms
+        epoch = self._mark_rebuild(keys=[self.keys.meta], args=[self._epoch_candidate, lost, lost_records])
+        return _decode(epoch)
+
     def _commit_chunk_once(
-        self, query_id: str, batch_id: int, index: int, count: int, chunk: Sequence[Record]
+        self, query_id: str, batch_id: int, index: int, count: int, chunk: Sequence[Record], fence: str = ""
     ) -> ChunkResult | None:
         """The chunk's result, or None when the script asks for the batch again from its first chunk."""
-        args: list[str | int] = [query_id, batch_id, index, count, self._epoch_candidate, self.retention]
+        args: list[str | int] = [query_id, batch_id, index, count, self._epoch_candidate, self.retention, fence]
         for record in chunk:
             args.extend((record.processing_id, record.key, record.payload))
         status, epoch, first_seq, last_seq, appended, duplicates = self._script(
@@ -112,6 +141,8 @@ class ReplayLogWriter:
         status_text = _decode(status)
         if status_text == "restage":
             return None
+        if status_text == "fenced":
+            raise EpochFenced(fence, _decode(epoch))
         if status_text not in _STATUSES:
             raise RuntimeError(f"commit script returned unknown status {status_text!r}")
         return ChunkResult(

@@ -27,7 +27,10 @@
 -- ARGV[4]  chunk count   number of chunks the batch was split into
 -- ARGV[5]  epoch         candidate epoch; used only when the stream has none yet
 -- ARGV[6]  retention     number of entries (and ids) to keep, > 0
--- ARGV[7..] records      triples: processingId, key, payload (payload is a JSON document)
+-- ARGV[7]  fence         '' for none; otherwise the epoch the writer last saw: the chunk is refused
+--                        (status "fenced", nothing written) unless the stream has exactly that epoch, so a
+--                        writer never appends into a log that was lost and started over behind its back
+-- ARGV[8..] records      triples: processingId, key, payload (payload is a JSON document)
 --
 -- Returns {status, epoch, first_seq, last_seq, appended, duplicates}
 --   status "committed": the last chunk: the whole batch was appended; first_seq..last_seq are the seqs it
@@ -36,6 +39,8 @@
 --   status "replayed":  the chunk was committed or staged before; nothing was written
 --   status "restage":   the staged chunks this one follows are missing (Redis lost them, or a new query
 --                       started staging); nothing was written: send the batch again from its first chunk
+--   status "fenced":    the stream's epoch is not the fence (ARGV[7]); nothing was written; "epoch" is the
+--                       stream's ('' when it has none: the log and its meta are gone)
 -- "epoch" is empty while the stream has none (nothing was ever appended).
 
 local log, meta, state, ids, staging = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
@@ -50,6 +55,13 @@ local now_ms = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 
 local epoch = redis.call('HGET', meta, 'epoch') or ''
 local last_seq = tonumber(redis.call('HGET', meta, 'last_seq') or 0)
+local fence = ARGV[7]
+
+-- First of all: a writer that saw another epoch must not write into this one (it would append its batch
+-- before the history that was lost, and a new epoch created by its batch would hide the loss).
+if fence ~= '' and fence ~= epoch then
+  return {'fenced', epoch, last_seq + 1, last_seq, 0, 0}
+end
 
 -- The marker belongs to one query: a new checkpoint restarts batch ids at 0, so another query's marker
 -- says nothing about this batch (id-level dedup still applies when it is appended).
@@ -105,7 +117,7 @@ if chunk < chunk_count - 1 then
     redis.call('HSET', staging, 'query', query_id, 'batch', batch, 'count', chunk_count, 'start', start)
   end
   local records = {}
-  for i = 7, #ARGV do
+  for i = 8, #ARGV do
     records[#records + 1] = ARGV[i]
   end
   redis.call('HSET', staging, 'c' .. chunk, cmsgpack.pack(records), 'next', chunk + 1)
@@ -146,7 +158,7 @@ for c = start, chunk - 1 do
     append(records[i], records[i + 1], records[i + 2])
   end
 end
-for i = 7, #ARGV, 3 do
+for i = 8, #ARGV, 3 do
   append(ARGV[i], ARGV[i + 1], ARGV[i + 2])
 end
 redis.call('DEL', staging)

@@ -1,0 +1,98 @@
+"""Which part of a lost log can be recomputed exactly, from the checkpoint's batches and what Kafka still
+holds. Pure: no Spark, no Kafka, no Redis (``rebuild.py`` fetches the inputs and runs the plan).
+
+The lost log held the results of batches ``0..upto-1``: every window whose end is at or below the
+watermark of batch ``upto-1``. A batch can be recomputed when its offsets are known (its predecessor's
+offsets file is still in the checkpoint) and Kafka still holds its whole range. Those form a suffix
+``first..upto-1``; the batches before it are lost. Their rows all have event times at or below
+``watermark(first) + delay`` (the watermark of ``first`` is the newest event time before it minus the
+delay), so a window starting after that bound got none of them and is recomputed exactly; a window
+starting at or before it may have missed rows and is not published at all — a partial rebuild never
+publishes a wrong count, and the history before the bound is marked lost.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sparkwire.aggregator.checkpoint import BatchInput, QueryHistory
+
+
+@dataclass(frozen=True)
+class Shortfall:
+    """Records of one partition the rebuild needed that Kafka no longer holds: ``[needed, earliest)``."""
+
+    partition: int
+    needed: int
+    earliest: int
+    records: int
+    """Of ``[needed, earliest)``, the records inside the rebuild's range (the rest came after it)."""
+
+
+@dataclass(frozen=True)
+class RebuildPlan:
+    query_id: str
+    topic: str
+    upto: int
+    """Rebuild the results of the batches below this one."""
+    batches: list[BatchInput]
+    """The batches recomputed: ``first..upto-1``, contiguous."""
+    emit_watermark_ms: int
+    """Windows whose end is at or below this were in the lost log."""
+    lost_before_ms: int | None
+    """None when the whole history is rebuilt; otherwise windows starting at or before it are lost."""
+    shortfalls: list[Shortfall] = field(default_factory=list)
+    purged_before: int | None = None
+    """The first batch whose input the checkpoint still knows, when Spark purged older offsets files."""
+
+    @property
+    def complete(self) -> bool:
+        return self.lost_before_ms is None
+
+    @property
+    def lost_records(self) -> int:
+        return sum(s.records for s in self.shortfalls)
+
+    def keeps(self, window_start: int, window_end: int) -> bool:
+        """Whether a recomputed window goes into the rebuilt log: the lost log held it, and no lost batch
+        fed it."""
+        if window_end > self.emit_watermark_ms:
+            return False
+        return self.lost_before_ms is None or window_start > self.lost_before_ms
+
+    def emitting_batch(self, window_end: int) -> int:
+        """The batch that emitted the window: the first whose (eviction) watermark reached its end."""
+        for batch in self.batches:
+            if batch.watermark_ms >= window_end:
+                return batch.batch_id
+        raise ValueError(f"no batch below {self.upto} emitted a window ending at {window_end}")
+
+
+def _available(batch: BatchInput, earliest: dict[int, int]) -> bool:
+    return all(batch.start.get(p, end) >= earliest.get(p, 0) for p, end in batch.end.items()
+               if end > batch.start.get(p, end))
+
+
+def plan_rebuild(history: QueryHistory, upto: int, earliest: dict[int, int], delay_ms: int) -> RebuildPlan:
+    """Plan the rebuild of batches ``0..upto-1`` given ``earliest``, Kafka's first offset per partition."""
+    known = history.upto(upto)
+    emit_watermark = history.watermarks[upto - 1] if upto > 0 else 0
+    first_index = len(known)
+    while first_index > 0 and _available(known[first_index - 1], earliest):
+        first_index -= 1
+    batches = known[first_index:]
+    first = batches[0].batch_id if batches else upto
+    lost_before: int | None = None
+    if first > 0:
+        bound = history.watermarks[first] + delay_ms if first < upto else emit_watermark
+        lost_before = min(bound, emit_watermark)
+    shortfalls = []
+    for partition, earliest_offset in sorted(earliest.items()):
+        ranges = [(b.start[partition], b.end[partition]) for b in known
+                  if b.end.get(partition, 0) > b.start.get(partition, b.end.get(partition, 0))]
+        if ranges and ranges[0][0] < earliest_offset:
+            needed, end = ranges[0][0], ranges[-1][1]
+            shortfalls.append(Shortfall(partition, needed, earliest_offset, min(earliest_offset, end) - needed))
+    purged = known[0].batch_id if known and known[0].batch_id > 0 else (upto if upto > 0 and not known else None)
+    return RebuildPlan(history.query_id, history.topic, upto, batches, emit_watermark, lost_before, shortfalls,
+                       purged)
