@@ -75,7 +75,6 @@ class ReplayLogWriter:
         self.chunk_size = chunk_size
         self._script = client.register_script(_COMMIT_SOURCE)
         self._mark_rebuild = client.register_script(_MARK_REBUILD_SOURCE)
-        self._epoch_candidate = secrets.token_hex(8)
         # A chunk whose reply was lost is simply sent again: the marker or the staging hash makes the second
         # call a no-op.
         self._commit_chunk = retry(
@@ -125,14 +124,18 @@ class ReplayLogWriter:
         count the rebuild, and mark the history before ``lost_before_ms`` as lost (None: nothing lost).
         Returns the stream's epoch, which the rebuilt and the live batches then fence on."""
         lost = -1 if lost_before_ms is None else lost_before_ms
-        epoch = self._mark_rebuild(keys=[self.keys.meta], args=[self._epoch_candidate, lost, lost_records])
+        epoch = self._mark_rebuild(keys=[self.keys.meta], args=[secrets.token_hex(8), lost, lost_records])
         return _decode(epoch)
 
     def _commit_chunk_once(
         self, query_id: str, batch_id: int, index: int, count: int, chunk: Sequence[Record], fence: str = ""
     ) -> ChunkResult | None:
         """The chunk's result, or None when the script asks for the batch again from its first chunk."""
-        args: list[str | int] = [query_id, batch_id, index, count, self._epoch_candidate, self.retention, fence]
+        # A fresh candidate every call: after Redis lost the log, the epoch this writer created before
+        # must not come back (readers tell a lost log by its epoch). A retried chunk whose first call
+        # created the epoch finds it there and ignores the candidate.
+        candidate = secrets.token_hex(8)
+        args: list[str | int] = [query_id, batch_id, index, count, candidate, self.retention, fence]
         for record in chunk:
             args.extend((record.processing_id, record.key, record.payload))
         status, epoch, first_seq, last_seq, appended, duplicates = self._script(
