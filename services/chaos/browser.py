@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Page, sync_playwright
 
 from sparkwire.chaos.clients import write_json
@@ -43,6 +44,18 @@ def _state(page: Page) -> dict[str, Any]:
         return {"seq": -1, "connects": 0}
 
 
+def _load(page: Page, url: str, *, reload: bool) -> None:
+    """Load (or reload) the page, trying again for a minute as a user would: a load can meet a reset link
+    or nginx with no gateway up. pagehide — the client's last ack and save — ran at the first attempt."""
+    for attempt in range(60):
+        try:
+            page.reload() if reload and attempt == 0 else page.goto(url)
+            return
+        except PlaywrightError:
+            time.sleep(1.0)
+    page.goto(url)
+
+
 def main() -> None:
     plan = json.loads(Path(sys.argv[1]).read_text())
     status_path, report_path = Path(plan["status"]), Path(plan["report"])
@@ -63,12 +76,12 @@ def main() -> None:
         page.on("console", lambda message: console.append(f"[{message.type}] {message.text}")
                 if message.type in ("error", "warning") else None)
         page.on("pageerror", lambda error: console.append(f"[pageerror] {error}"))
-        page.goto(plan["url"])
+        _load(page, plan["url"], reload=False)
         while not stopping:
             if reloads and time.time() >= reloads[0]:
                 reloads.pop(0)
                 write_json(status_path, {"t": time.time(), "seqs": {"page": -1}, "connected": 0})
-                page.reload()  # pagehide: a last ack and the client's and the charts' save
+                _load(page, plan["url"], reload=True)
             state = _state(page)
             write_json(status_path, {"t": time.time(), "seqs": {"page": state["seq"]},
                                      "connected": int(state["connects"] > 0)})

@@ -180,8 +180,12 @@ def run(args: argparse.Namespace) -> int:
         _wait(lambda: min(monitor.client_seqs().values(), default=0) >= head, 180, f"every client to reach seq {head}")
         time.sleep(2.0)  # the last acks reach the session hashes
         monitor.stop()
-        clients = [c for w in workers for c in _collect(w, workdir / f"{w.name}.report.json")["clients"]]
-        page_report = _collect(page, workdir / "page.report.json") if page is not None else None
+        try:
+            clients = [c for w in workers for c in _collect(w, workdir / f"{w.name}.report.json")["clients"]]
+            page_report = _collect(page, workdir / "page.report.json") if page is not None else None
+        except RuntimeError as error:  # a client process died: what it rendered is unknown
+            print(f"FAIL: {error}", flush=True)
+            return 1
         reader = ReplayLogReader(topology.redis.client(), STREAM)
         entries, meta = list(reader.iter_all()), reader.meta()
         driver_kills = sum(1 for f in schedule.faults if f.kind == "driver-kill")
