@@ -58,7 +58,7 @@ def recompute(spark: Any, bootstrap_servers: str, plan: RebuildPlan, window_ms: 
         & (parsed["offset"] < ranges["rangeEnd"]),
     )
     on_time = in_batch.where(F.col("valid") & (F.col("event.timestamp") > F.col("lateWatermarkMs")))
-    results = pipeline.window_results(on_time, window_ms, watermark_delay_ms)
+    results = pipeline.window_results(on_time, window_ms, watermark_delay_ms, streaming=False)
     by_batch: dict[int, list[Record]] = {}
     for row in results.collect():
         values = row.asDict()
