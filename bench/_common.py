@@ -9,6 +9,7 @@ import os
 import platform
 import resource
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -42,6 +43,20 @@ def write_section(path: Path, section: str, text: str) -> None:
         doc = doc.rstrip("\n") + "\n\n" + text
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(doc)
+
+
+def emit_section(output: Path, section: str, text: str) -> None:
+    """``text`` to stdout when ``output`` is ``-``, else into its section of ``output``."""
+    if str(output) == "-":
+        sys.stdout.write(text)
+    else:
+        write_section(output, section, text)
+        print(f"wrote section {section!r} to {output}", file=sys.stderr)
+
+
+def reproduce_lines(date: str, wall_seconds: float, command: str) -> list[str]:
+    """The lines of a report saying when it ran and how to run it again."""
+    return [f"Run {date}, {wall_seconds:.0f} s wall time. Reproduce with:", "", "```sh", command, "```", ""]
 
 
 def quantile(sorted_samples: Sequence[float], q: float) -> float:

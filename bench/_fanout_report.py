@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from _common import closes_text as _closes
-from _common import markers
+from _common import markers, reproduce_lines
 from _fanout_measure import Memory, Phase
 
 SECTION = "gateway_fanout"
@@ -104,12 +104,7 @@ def render(args: argparse.Namespace, command: str, info: dict[str, str], memorie
         "gateway's own CPU time (utime+stime of its process from `/proc/<pid>/stat`), so the efficiency",
         "figure does not depend on how much CPU the load generator or other work took from the machine.",
         "",
-        f"Run {date}, {wall_seconds:.0f} s wall time. Reproduce with:",
-        "",
-        "```sh",
-        command,
-        "```",
-        "",
+        *reproduce_lines(date, wall_seconds, command),
         f"- Gateway code: {revision}; gateway options: "
         + (f"`{' '.join(args.gateway_arg)}`" if args.gateway_arg else "defaults")
         + " (send queue 256 batches, ack every 100 entries or 1,000 ms, ring 10,000 entries), INFO logging;"

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import redis
-from _common import int_list, machine_info, markers, quantile, write_section  # bench/ is sys.path[0]
+from _common import emit_section, int_list, machine_info, markers, quantile, reproduce_lines  # bench/ is sys.path[0]
 
 from sparkwire.replaylog import Record, ReplayLogWriter
 from sparkwire.replaylog.keys import StreamKeys
@@ -242,12 +242,7 @@ def render(
         "batch also checks and moves its marker, deduplicates each record and updates the per-key state in",
         "one atomic script. A ratio of 0.5 means exactly-once commits run at half the speed of blind appends.",
         "",
-        f"Run {date}, {wall_seconds:.0f} s wall time. Reproduce with:",
-        "",
-        "```sh",
-        command,
-        "```",
-        "",
+        *reproduce_lines(date, wall_seconds, command),
         f"- Records per variant and repeat: {n:,}; repeats: {args.repeats} (medians shown); chunk size "
         f"{args.chunk_size}; retention {args.retention:,}",
         f"- Payload: JSON window result (metricName, windowStart, windowEnd, count, sum, min, max, avg,"
@@ -378,11 +373,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     section = render(
         args, command, info, results, payload_mean, load_before, os.getloadavg(), time.monotonic() - wall_start, date
     )
-    if str(args.output) == "-":
-        sys.stdout.write(section)
-    else:
-        write_section(args.output, SECTION, section)
-        print(f"wrote section {SECTION!r} to {args.output}", file=sys.stderr)
+    emit_section(args.output, SECTION, section)
     return 0
 
 

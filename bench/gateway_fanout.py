@@ -38,11 +38,11 @@ from pathlib import Path
 from typing import cast
 
 from _common import (
+    emit_section,
     git_revision,
     int_list,
     machine_info,
     raise_open_files,
-    write_section,
 )
 from _fanout_client import STREAM
 from _fanout_measure import Memory, Phase, Scenario, Workers, run_scenario
@@ -132,11 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                       f'"data":{payload},"commitMs":{int(time.time() * 1000)}}}')
     section = render(args, command, info, memories, phases, payload, entry_bytes, load_before, os.getloadavg(),
                      time.monotonic() - wall_start, date, revision)
-    if str(args.output) == "-":
-        sys.stdout.write(section)
-    else:
-        write_section(args.output, SECTION, section)
-        print(f"wrote section {SECTION!r} to {args.output}", file=sys.stderr)
+    emit_section(args.output, SECTION, section)
     return 0 if all(p.exactly_once for p in phases) else 1
 
 

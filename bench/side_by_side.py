@@ -25,7 +25,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from _common import git_revision, int_list, machine_info, raise_open_files, write_section
+from _common import emit_section, git_revision, int_list, machine_info, raise_open_files
 from _loadgen import GoLoadGen
 from _sbs_measure import Idle, Kill, Phase, run_kill, run_server
 from _sbs_report import SECTION, Context, render
@@ -131,11 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     context = Context(args=args, command=command, info=info, date=date, wall=time.monotonic() - started,
                       load_before=load_before, load_after=os.getloadavg(), revision=revision)
     section = render(context, idles, phases, kills)
-    if str(args.output) == "-":
-        sys.stdout.write(section)
-    else:
-        write_section(args.output, SECTION, section)
-        print(f"wrote section {SECTION!r} to {args.output}", file=sys.stderr)
+    emit_section(args.output, SECTION, section)
     return 0
 
 
