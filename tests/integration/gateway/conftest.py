@@ -3,6 +3,7 @@ commit script while tests run."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,6 +12,8 @@ import pytest
 import redis as redis_lib
 from playwright.sync_api import Browser
 
+from sparkwire.client import StreamClient
+from sparkwire.replaylog import ReplayLogReader
 from sparkwire.stack import Committer, GatewayProcess, RedisServer, http_status
 
 from .browser import launch_chromium
@@ -45,6 +48,16 @@ def console() -> Iterator[list[str]]:
     lines: list[str] = []
     yield lines
     print("\n".join(lines))
+
+
+async def stop_at_head(client: StreamClient, task: asyncio.Task[None], committer: Committer,
+                       redis: redis_lib.Redis) -> None:
+    """Stop committing, let ``client`` apply up to the log's head, then stop it and its ``run()`` task."""
+    committer.stop()
+    head = ReplayLogReader(redis, committer.writer.keys.stream).meta().last_seq
+    await client.wait_until(lambda: client.cursor is not None and client.cursor.seq == head, timeout=20)
+    await client.stop()
+    await task
 
 
 def wait_for(condition: object, timeout: float = 10.0) -> None:

@@ -12,9 +12,8 @@ import time
 import redis as redis_lib
 
 from sparkwire.client import ReconnectPolicy, StreamClient
-from sparkwire.replaylog import ReplayLogReader
 
-from .conftest import Committer, GatewayProcess
+from .conftest import Committer, GatewayProcess, stop_at_head
 
 SILENCE_S = 1.5
 PAUSE_S = 4.0
@@ -43,11 +42,7 @@ def test_the_client_leaves_a_silent_server_and_resumes(gateway: GatewayProcess, 
             await asyncio.sleep(max(PAUSE_S - (time.monotonic() - paused), 0))
         finally:
             os.kill(pid, signal.SIGCONT)
-        committer.stop()
-        head = ReplayLogReader(redis, unique_name).meta().last_seq
-        await client.wait_until(lambda: client.cursor is not None and client.cursor.seq == head, timeout=20)
-        await client.stop()
-        await task
+        await stop_at_head(client, task, committer, redis)
         return client
 
     try:

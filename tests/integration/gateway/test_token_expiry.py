@@ -17,10 +17,9 @@ from websockets.exceptions import ConnectionClosed
 
 from sparkwire.client import StreamClient, TerminalClose
 from sparkwire.gateway.auth import LEEWAY_SECONDS, issue_token
-from sparkwire.replaylog import ReplayLogReader
 from sparkwire.stack import RedisServer
 
-from .conftest import SECRET, Committer, GatewayProcess
+from .conftest import SECRET, Committer, GatewayProcess, stop_at_head
 
 
 @pytest.fixture
@@ -82,11 +81,7 @@ def test_a_client_with_a_refresh_hook_resumes_exactly_once(secured: GatewayProce
                               refresh_token=refresh)
         task = asyncio.create_task(client.run())
         await client.wait_until(lambda: len(refreshed) >= 3, timeout=30)
-        committer.stop()
-        head = ReplayLogReader(redis, unique_name).meta().last_seq
-        await client.wait_until(lambda: client.cursor is not None and client.cursor.seq == head, timeout=20)
-        await client.stop()
-        await task
+        await stop_at_head(client, task, committer, redis)
         return client
 
     try:
