@@ -25,6 +25,7 @@ from sparkwire.gateway.connection import Close, Connection, ConnectionSettings
 from sparkwire.gateway.hub import StreamHub
 from sparkwire.gateway.sessions import SessionStore
 from sparkwire.gateway.tasks import cancel_and_wait
+from sparkwire.gateway.wire import wire_of
 from sparkwire.protocol.close_codes import CloseCode, close_reason
 from sparkwire.protocol.server_frames import encode_error
 from sparkwire.replaylog.keys import StreamKeys
@@ -84,11 +85,15 @@ def create_app(gateway: Gateway) -> Starlette:
             return await _refuse(websocket, CloseCode.UNKNOWN_STREAM, f"stream {stream!r} is not served here")
         if gateway.draining.is_set():
             return await _refuse(websocket, CloseCode.GOING_AWAY, "pod draining")
+        wire = wire_of(websocket.scope)
+        if wire is None:
+            return await _refuse(websocket, CloseCode.INTERNAL_ERROR,
+                                 "served without sparkwire's WebSocket protocol (run `sparkwire gateway`)")
         await websocket.accept()
         gateway.open_connections += 1
         metrics.CONNECTIONS.labels(stream=stream).inc()
         try:
-            await Connection(websocket, hub, gateway.client, gateway.sessions, gateway.connection,
+            await Connection(websocket, wire, hub, gateway.client, gateway.sessions, gateway.connection,
                              gateway.draining).serve()
         finally:
             gateway.open_connections -= 1

@@ -24,7 +24,7 @@ from sparkwire.gateway.hub import StreamHub
 from sparkwire.gateway.recovery import ReplayMerger, decide_start, junction_step
 from sparkwire.gateway.sessions import SessionPosition, SessionStore
 from sparkwire.gateway.subscription import LiveBatch, LiveEntry, Subscription
-from sparkwire.gateway.tasks import cancel_and_wait
+from sparkwire.gateway.wire import Message, Wire, serialize_text_frames
 from sparkwire.protocol.client_frames import Ack, Hello, Ping, Pong, ProtocolError, encode_heartbeat, parse_client_frame
 from sparkwire.protocol.close_codes import CloseCode, close_reason
 from sparkwire.protocol.limits import PING_INTERVAL_S, PONG_TIMEOUT_S
@@ -92,9 +92,10 @@ class Close(Exception):
 
 
 class Connection:
-    def __init__(self, websocket: WebSocket, hub: StreamHub, client: redis_async.Redis, sessions: SessionStore,
-                 settings: ConnectionSettings, draining: asyncio.Event) -> None:
+    def __init__(self, websocket: WebSocket, wire: Wire, hub: StreamHub, client: redis_async.Redis,
+                 sessions: SessionStore, settings: ConnectionSettings, draining: asyncio.Event) -> None:
         self.websocket = websocket
+        self.wire = wire
         self.hub = hub
         self.client = client
         self.sessions = sessions
@@ -111,6 +112,7 @@ class Connection:
         self.last_heard = time.monotonic()
         self.timers = Timers(next_ping=self.last_heard + settings.ping_interval_s, expires_at_monotonic=None)
         self.max_frame_bytes = settings.max_server_frame_bytes
+        self.receive_error: BaseException | None = None  # what ended the client's side, re-raised by _run
         # Labelled children looked up once: labels() per send is measurable at thousands of clients.
         self._delivered = metrics.ENTRIES_DELIVERED.labels(stream=self.stream)
         self._latency = metrics.DELIVERY_LATENCY
@@ -213,18 +215,21 @@ class Connection:
         self.last_ack = after
 
     async def _run(self, subscription: Subscription) -> None:
-        """Send until the subscription ends; the sender is this task, the receiver the only other one."""
+        """Send until the subscription ends. This task is the only one of the connection: the client's
+        frames are handled as they arrive (``_on_message``), and the hub writes live batches through while
+        this task waits for them (``_write_through``)."""
         if self.draining.is_set():  # drained between the accept and the subscribe
             subscription.end("draining")
-        receiver = asyncio.create_task(self._receive_loop())
-        receiver.add_done_callback(lambda _: subscription.end("receiver"))
+        subscription.write_through = self._write_through
+        self.wire.listen(lambda message: self._on_message(message, subscription))
         try:
             await self._send_loop(subscription)
         finally:
-            await cancel_and_wait([receiver])  # before the close: nothing of the connection outlives it
+            self.wire.listen(None)
+            subscription.write_through = None
         reason = subscription.ended
-        if reason == "receiver" and not receiver.cancelled():
-            receiver.result()  # re-raise what ended it: a bad frame, the client leaving
+        if reason == "receiver" and self.receive_error is not None:
+            raise self.receive_error  # a bad frame, the client leaving
         if reason == "slow_consumer":
             metrics.SLOW_CONSUMER_CLOSES.labels(stream=self.stream).inc()
         code, text = _ENDINGS.get(reason or "", (CloseCode.INTERNAL_ERROR, "connection ended"))
@@ -273,6 +278,19 @@ class Connection:
         if gap is not None:
             metrics.GAPS_DETECTED.labels(stream=self.stream).inc()
             return False
+        return True
+
+    def _write_through(self, batch: LiveBatch) -> bool:
+        """Called by the hub while this connection waits for its next batch: write ``batch`` straight to
+        the socket if it is exactly the run due next (``wire.py``); False leaves it to ``_live``."""
+        run = batch.run
+        if run is None or not self.epoch or self.epoch != self.hub.epoch or run[0] != self.merger.delivered + 1:
+            return False
+        if not self.wire.write(batch.wire(self.epoch, self.max_frame_bytes)):
+            return False
+        self.merger.take_run(*run)
+        self._delivered.inc(len(batch))
+        self._latency.observe(max(now_ms() - batch[0].entry.commit_ms, 0) / 1000)
         return True
 
     async def _catch_up(self, subscription: Subscription, pending: list[LiveEntry]) -> None:
@@ -333,21 +351,27 @@ class Connection:
             await self.websocket.send_text(frame)
         self._delivered.inc(entries)
 
-    async def _receive_loop(self) -> None:
-        while True:
-            message = await self.websocket.receive()
+    def _on_message(self, message: Message, subscription: Subscription) -> None:
+        """One message from the client, handled in the protocol's callback as it is parsed: no task, no
+        queue. Whatever ends the client's side is kept for ``_run`` and ends the subscription."""
+        if subscription.ended is not None:
+            return
+        try:
             self.last_heard = time.monotonic()
             frame = parse_client_frame(self._payload(message), self.settings.max_client_frame_bytes)
             if isinstance(frame, Ack):
-                await self._on_ack(frame)
+                self._on_ack(frame)
             elif isinstance(frame, Ping):
-                await self.websocket.send_text(encode_heartbeat(Pong(frame.t)))
-            elif isinstance(frame, Pong):
-                continue
-            else:
+                pong = serialize_text_frames([encode_heartbeat(Pong(frame.t))])
+                if not self.wire.write(pong, urgent=True):  # closing, or pinging without reading the answers
+                    subscription.end("slow_consumer")
+            elif not isinstance(frame, Pong):
                 raise ProtocolError(CloseCode.PROTOCOL_VIOLATION, "a second hello on one connection")
+        except Exception as error:
+            self.receive_error = error
+            subscription.end("receiver")
 
-    async def _on_ack(self, ack: Ack) -> None:
+    def _on_ack(self, ack: Ack) -> None:
         if ack.seq > self.merger.delivered or ack.seq < self.last_ack:
             raise ProtocolError(CloseCode.PROTOCOL_VIOLATION,
                                 f"ack of seq {ack.seq} outside {self.last_ack}..{self.merger.delivered}")

@@ -115,8 +115,11 @@ class StreamHub:
             self.head_seq = entry.seq
         self.ring.extend(batch)
         metrics.HEAD_SEQ.labels(stream=self.stream).set(self.head_seq)
+        written_through = 0
         for subscription in list(self.subscriptions):
-            subscription.offer(batch)
+            written_through += subscription.offer(batch)
+        if written_through:
+            metrics.WRITTEN_THROUGH.labels(stream=self.stream).inc(written_through)
 
     def _reset(self, meta: StreamMeta) -> None:
         """The log this pod followed is gone (new epoch): connections must start over from a snapshot."""

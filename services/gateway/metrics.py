@@ -6,6 +6,11 @@ from prometheus_client import Counter, Gauge, Histogram
 
 CONNECTIONS = Gauge("sparkwire_gateway_connections", "Open WebSocket connections", ["stream"])
 ENTRIES_DELIVERED = Counter("sparkwire_gateway_entries_delivered", "Entries sent to clients", ["stream"])
+WRITTEN_THROUGH = Counter(
+    "sparkwire_gateway_batches_written_through",
+    "Live batches the hub wrote straight to a caught-up connection's socket (one per batch and connection)",
+    ["stream"],
+)
 ENTRIES_REPLAYED = Counter(
     "sparkwire_gateway_entries_replayed", "Entries sent from history on (re)connect", ["stream", "source"]
 )

@@ -96,6 +96,15 @@ class ReplayMerger:
             self.delivered = seq
         return accepted, gap
 
+    def take_run(self, first_seq: int, last_seq: int) -> bool:
+        """Take the whole run of consecutive seqs ``first_seq..last_seq`` if it starts right after what
+        was delivered (True), else take nothing (False): the check of ``take`` for a batch known to be
+        consecutive, without looking at its entries."""
+        if first_seq != self.delivered + 1 or last_seq < first_seq:
+            return False
+        self.delivered = last_seq
+        return True
+
     def offer(self, entries: Iterable[Entry]) -> list[Entry]:
         """Like ``take``, but all or nothing: raises ``GapError`` on a gap, and then takes nothing."""
         before = self.delivered

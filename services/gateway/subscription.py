@@ -9,12 +9,17 @@ new epoch, the pod draining, its own receiver, its own timers — calls ``end``,
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal
 
+from sparkwire.gateway.wire import serialize_text_frames
 from sparkwire.protocol.server_frames import EncodedEntry, pack_entries
 from sparkwire.replaylog.model import Entry
+
+log = logging.getLogger(__name__)
 
 EndReason = Literal["slow_consumer", "stream_reset", "draining", "receiver", "timeout", "token_expired"]
 
@@ -27,24 +32,38 @@ class LiveEntry:
 
 class Subscription:
     """At most ``limit`` batches wait; one more ends the connection as a slow consumer (resumable) rather
-    than slowing the hub or the other connections."""
+    than slowing the hub or the other connections.
 
-    __slots__ = ("_batches", "_waiter", "ended", "limit")
+    ``write_through``, when the connection has one, is tried first while the connection sits idle waiting
+    for its next batch: it sends the batch itself (``wire.py``) and returns True, or False and the batch
+    waits here for the connection's task as usual."""
+
+    __slots__ = ("_batches", "_waiter", "ended", "limit", "write_through")
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.ended: EndReason | None = None
+        self.write_through: Callable[[LiveBatch], bool] | None = None
         self._batches: list[LiveBatch] = []
         self._waiter: asyncio.Future[None] | None = None
 
-    def offer(self, batch: LiveBatch) -> None:
+    def offer(self, batch: LiveBatch) -> bool:
+        """Hand ``batch`` over; True if it was written through."""
         if self.ended is not None:
-            return
+            return False
+        if self._waiter is not None and not self._batches and self.write_through is not None:
+            try:
+                if self.write_through(batch):
+                    return True
+            except Exception:  # the hub must go on serving everyone else; this batch takes the usual path
+                log.exception("writing a batch through failed")
+                self.write_through = None
         if len(self._batches) >= self.limit:
             self.end("slow_consumer")
-            return
+            return False
         self._batches.append(batch)
         self._wake()
+        return False
 
     def end(self, reason: EndReason) -> None:
         """The first reason wins: it is what the connection closes with."""
@@ -82,11 +101,27 @@ def _resolve(waiter: asyncio.Future[None]) -> None:
 
 class LiveBatch(list[LiveEntry]):
     """One XREAD's entries as the hub fans them out. Connections that take the whole batch (the usual case
-    once caught up) share its packed frames: built once per pod and epoch, not once per client."""
+    once caught up) share its packed frames, and their serialized bytes: built once per pod and epoch, not
+    once per client."""
 
     def __init__(self, entries: Sequence[LiveEntry] = ()) -> None:
         super().__init__(entries)
         self._frames: dict[tuple[str, int], list[str]] = {}
+        self._wire: dict[tuple[str, int], bytes] = {}
+
+    @cached_property  # asked by every connection; the hub never changes a batch once it offers it
+    def run(self) -> tuple[int, int] | None:
+        """(first seq, last seq) when the batch is consecutive seqs in order, else None."""
+        if not self or any(self[i].entry.seq != self[0].entry.seq + i for i in range(1, len(self))):
+            return None
+        return self[0].entry.seq, self[-1].entry.seq
+
+    def wire(self, epoch: str, max_frame_bytes: int) -> bytes:
+        """``frames`` as WebSocket frame bytes, for ``Wire.write``."""
+        data = self._wire.get((epoch, max_frame_bytes))
+        if data is None:
+            data = self._wire[(epoch, max_frame_bytes)] = serialize_text_frames(self.frames(epoch, max_frame_bytes))
+        return data
 
     def frames(self, epoch: str, max_frame_bytes: int) -> list[str]:
         packed = self._frames.get((epoch, max_frame_bytes))

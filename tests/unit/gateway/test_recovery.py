@@ -243,3 +243,12 @@ def test_junction_is_exactly_once_in_order_or_reports_the_missing_seq(
 
 
 # --- client helpers ----------------------------------------------------------------------------
+
+
+def test_a_run_is_taken_whole_only_right_after_what_was_delivered() -> None:
+    merger = ReplayMerger(3)
+    assert not merger.take_run(5, 6) and merger.delivered == 3  # would skip seq 4
+    assert not merger.take_run(3, 6) and merger.delivered == 3  # repeats seq 3
+    assert not merger.take_run(4, 3) and merger.delivered == 3  # not a run
+    assert merger.take_run(4, 6) and merger.delivered == 6
+    assert seqs(merger.offer([entry(6), entry(7)])) == [7]

@@ -59,3 +59,48 @@ def test_wait_times_out_without_ending_anything() -> None:
 
     subscription = asyncio.run(scenario())
     assert subscription.ended is None and subscription.take() == []
+
+
+def test_a_batch_is_written_through_only_while_the_connection_waits_with_nothing_queued() -> None:
+    async def scenario() -> tuple[list[bool], list[LiveBatch], list[LiveBatch]]:
+        subscription = Subscription(limit=4)
+        through: list[LiveBatch] = []
+        subscription.write_through = lambda batch: through.append(batch) is None
+        first, second, third = LiveBatch(), LiveBatch(), LiveBatch()
+        results = [subscription.offer(first)]  # the connection is busy (not waiting): queued
+        waiting = asyncio.create_task(subscription.wait(10))
+        await asyncio.sleep(0)  # waits... but returns at once: a batch is queued
+        await waiting
+        subscription.take()
+        waiting = asyncio.create_task(subscription.wait(10))
+        await asyncio.sleep(0)
+        results.append(subscription.offer(second))  # idle, nothing queued: through, and not woken
+        await asyncio.sleep(0.01)
+        results.append(waiting.done())
+        subscription.write_through = lambda batch: False  # refused: queued, and the connection woken
+        results.append(subscription.offer(third))
+        await asyncio.wait_for(waiting, 1)
+        return results, through, subscription.take()
+
+    results, through, queued = asyncio.run(scenario())
+    assert results == [False, True, False, False]
+    assert through == [LiveBatch()] and len(queued) == 1
+
+
+def test_a_failing_write_through_falls_back_to_the_mailbox_for_good() -> None:
+    async def scenario() -> tuple[bool, int, bool]:
+        subscription = Subscription(limit=4)
+        calls = []
+
+        def broken(batch: LiveBatch) -> bool:
+            calls.append(batch)
+            raise RuntimeError("socket gone")
+
+        subscription.write_through = broken
+        waiting = asyncio.create_task(subscription.wait(10))
+        await asyncio.sleep(0)
+        through = subscription.offer(LiveBatch())
+        await asyncio.wait_for(waiting, 1)
+        return through, len(subscription.take()), subscription.write_through is None and len(calls) == 1
+
+    assert asyncio.run(scenario()) == (False, 1, True)

@@ -1,0 +1,193 @@
+"""The socket under a connection: uvicorn's sans-I/O WebSocket protocol, lighter per connection, with a
+direct path for live batches and for the client's frames.
+
+Two costs dominated a caught-up connection (docs/benchmarks.md, flame graphs at 1k and 5k clients):
+
+* **Sending.** Waking each connection's task to send the same batch through ASGI built the same frame
+  again per connection. Server-to-client frames are not masked, so without compression a frame's bytes do
+  not depend on the connection: the hub serializes a batch once and ``Wire.write`` puts those bytes on
+  every caught-up connection's transport. uvicorn's ASGI ``send`` also writes each frame in one
+  synchronous call, so frames of the two paths never interleave.
+* **Receiving and memory.** An asyncio.Queue (four deques), an Event and a receiver task per connection
+  were a third of an idle connection's memory, and each ack went through the queue, a task wake-up and a
+  pause/resume of the socket's reading. Once a connection ``listen``s, its client's frames are handed to
+  it as they are parsed, in the protocol's own callback.
+
+Run it with ``uvicorn.Config(ws=SparkwireWebSocketProtocol)``; the ASGI application finds the connection's
+``Wire`` in ``scope["extensions"]``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from starlette.types import Scope
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+from websockets.frames import Frame, Opcode
+from websockets.protocol import Protocol, State
+
+Message = dict[str, Any]  # an ASGI receive event
+Listener = Callable[[Message], None]
+
+WIRE_EXTENSION = "sparkwire.wire"
+
+# A client that sends frames which need an answer (pings) but never reads the answers would grow its
+# connection's buffer without bound: past this many unsent bytes, direct writes are refused.
+MAX_BUFFERED_BYTES = 1 << 20
+
+
+def serialize_text_frames(texts: Sequence[str]) -> bytes:
+    """``texts`` as unmasked, uncompressed WebSocket text frames, back to back."""
+    return b"".join(Frame(Opcode.TEXT, text.encode()).serialize(mask=False) for text in texts)
+
+
+class Wire:
+    """What a connection may do on its socket without going through ASGI."""
+
+    __slots__ = ("_protocol",)
+
+    def __init__(self, protocol: SparkwireWebSocketProtocol) -> None:
+        self._protocol = protocol
+
+    def write(self, frames: bytes, *, urgent: bool = False) -> bool:
+        """Write serialized frames now; False (nothing written) when they must not be: the connection is
+        closing or negotiated compression; or, unless ``urgent``, the socket's buffer is full (the ASGI
+        path waits for it to drain, and a client that never drains ends as a slow consumer)."""
+        protocol = self._protocol
+        transport = protocol.transport
+        if (protocol.close_sent or protocol.disconnected or not protocol.handshake_complete
+                or protocol.conn.extensions or transport.is_closing()):
+            return False
+        if not (protocol.writable.is_set() if not urgent else transport.get_write_buffer_size() < MAX_BUFFERED_BYTES):
+            return False
+        transport.write(frames)
+        return True
+
+    def listen(self, listener: Listener | None) -> None:
+        """Hand every later client message (and those not yet received) to ``listener`` as it arrives,
+        instead of queueing it for ``receive()``; None goes back to queueing."""
+        self._protocol.queue.listen(listener)
+
+
+def wire_of(scope: Scope) -> Wire | None:
+    wire = (scope.get("extensions") or {}).get(WIRE_EXTENSION)
+    return wire if isinstance(wire, Wire) else None
+
+
+class Inbox:
+    """The protocol's queue of ASGI receive events: a list and, while the application waits, one future;
+    or, while a listener is set, straight to it."""
+
+    __slots__ = ("_items", "_waiter", "listener")
+
+    def __init__(self) -> None:
+        self._items: list[Message] = []
+        self._waiter: asyncio.Future[None] | None = None
+        self.listener: Listener | None = None
+
+    def put_nowait(self, message: Message) -> None:
+        if self.listener is not None:
+            self.listener(message)
+            return
+        self._items.append(message)
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    async def get(self) -> Message:
+        while not self._items:
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        return self._items.pop(0)
+
+    def empty(self) -> bool:
+        return not self._items
+
+    def listen(self, listener: Listener | None) -> None:
+        self.listener = listener
+        if listener is not None:
+            items, self._items = self._items, []
+            for message in items:
+                listener(message)
+
+
+class Writable:
+    """The protocol's "may write" flag: asyncio.Event's interface without its deque per connection."""
+
+    __slots__ = ("_set", "_waiters")
+
+    def __init__(self) -> None:
+        self._set = True
+        self._waiters: list[asyncio.Future[None]] | None = None
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def set(self) -> None:
+        self._set = True
+        waiters, self._waiters = self._waiters, None
+        for waiter in waiters or ():
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def clear(self) -> None:
+        self._set = False
+
+    async def wait(self) -> None:
+        if self._set:
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        if self._waiters is None:
+            self._waiters = []
+        self._waiters.append(waiter)
+        await waiter
+
+
+class SparkwireWebSocketProtocol(WebSocketsSansIOProtocol):
+    """uvicorn's sans-I/O WebSocket protocol with a ``Wire`` in its scope, a lighter queue and flag, and
+    the handshake's request and response dropped once accepted."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.queue: Inbox = Inbox()  # type: ignore[assignment]
+        self.writable: Writable = Writable()  # type: ignore[assignment]
+
+    def handle_connect(self, event: Any) -> None:
+        super().handle_connect(event)
+        if self.response.status_code == 101:  # the application's task, created just now, starts later
+            self.scope["extensions"] = {**(self.scope.get("extensions") or {}), WIRE_EXTENSION: Wire(self)}  # type: ignore[dict-item]
+
+    def send_receive_event_to_app(self) -> None:
+        if self.queue.listener is None or self.close_sent:
+            super().send_receive_event_to_app()  # queued, and reading paused until it is received
+            return
+        data = self.frames[0] if len(self.frames) == 1 else b"".join(self.frames)
+        self.frames = []
+        if self.curr_msg_data_type == "bytes":
+            self.queue.put_nowait({"type": "websocket.receive", "bytes": data})
+            return
+        try:
+            text = data.decode()
+        except UnicodeDecodeError:
+            self.conn.send_close(1007)
+            self.handle_parser_exception()
+            return
+        self.queue.put_nowait({"type": "websocket.receive", "text": text})
+
+    async def send(self, message: Any) -> None:
+        await super().send(message)
+        if message["type"] == "websocket.accept" and self.handshake_complete:
+            # The handshake's request and response are never read again: several KB of headers per idle
+            # connection. The request is also a local of the handshake parser, which goes on parsing frames
+            # for the connection's lifetime: a frame parser started afresh holds nothing. Swapped only
+            # between frames, with nothing buffered (a client sends no frame before reading the response
+            # just written), as websockets itself swaps its parser when closing.
+            self.request = self.response = None  # type: ignore[assignment]
+            conn = self.conn
+            if not conn.reader.buffer and conn.state is State.OPEN:
+                conn.parser = Protocol.parse(conn)
+                next(conn.parser)
