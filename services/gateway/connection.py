@@ -69,7 +69,7 @@ _ENDINGS: dict[str, tuple[CloseCode, str]] = {
 }
 
 
-@dataclass
+@dataclass(slots=True)
 class Timers:
     """When the sender must next wake without a batch: the next ping, or the token's expiry."""
 
@@ -92,6 +92,13 @@ class Close(Exception):
 
 
 class Connection:
+    # Slots: thousands of idle connections each kept a dict of these.
+    __slots__ = (
+        "_delivered", "_latency", "client", "draining", "epoch", "grant", "hub", "last_ack", "last_heard",
+        "max_frame_bytes", "merger", "receive_error", "reported", "session_adopted", "session_id", "sessions",
+        "settings", "stream", "timers", "ttl_refreshed", "websocket", "wire",
+    )
+
     def __init__(self, websocket: WebSocket, wire: Wire, hub: StreamHub, client: redis_async.Redis,
                  sessions: SessionStore, settings: ConnectionSettings, draining: asyncio.Event) -> None:
         self.websocket = websocket
@@ -113,6 +120,7 @@ class Connection:
         self.timers = Timers(next_ping=self.last_heard + settings.ping_interval_s, expires_at_monotonic=None)
         self.max_frame_bytes = settings.max_server_frame_bytes
         self.receive_error: BaseException | None = None  # what ended the client's side, re-raised by _run
+        self.ttl_refreshed = 0.0  # when this connection last set its session's TTL
         # Labelled children looked up once: labels() per send is measurable at thousands of clients.
         self._delivered = metrics.ENTRIES_DELIVERED.labels(stream=self.stream)
         self._latency = metrics.DELIVERY_LATENCY
@@ -197,6 +205,7 @@ class Connection:
         if stored is not None:
             self.reported = (stored.duplicates, stored.gaps)
         await self.sessions.connected(self.session_id, self.stream, self.grant.subject if self.grant else "")
+        self.ttl_refreshed = time.monotonic()
         self.epoch = meta.epoch
         await self.websocket.send_text(encode_welcome(Welcome(
             session=self.session_id, epoch=meta.epoch, head_seq=meta.last_seq, recovered=plan.recovered,
@@ -288,9 +297,7 @@ class Connection:
             return False
         if not self.wire.write(batch.wire(self.epoch, self.max_frame_bytes)):
             return False
-        self.merger.take_run(*run)
-        self._delivered.inc(len(batch))
-        self._latency.observe(max(now_ms() - batch[0].entry.commit_ms, 0) / 1000)
+        self.merger.take_run(*run)  # counted and timed by the hub, once per batch
         return True
 
     async def _catch_up(self, subscription: Subscription, pending: list[LiveEntry]) -> None:
@@ -382,8 +389,11 @@ class Connection:
             metrics.CLIENT_GAPS.labels(stream=self.stream).inc(ack.gaps - gaps)
         self.reported = (max(duplicates, ack.duplicates), max(gaps, ack.gaps))
         self.last_ack = ack.seq
+        refresh_ttl = self.sessions.ttl_refresh_due(self.ttl_refreshed)
+        if refresh_ttl:
+            self.ttl_refreshed = time.monotonic()
         self.sessions.acked(self.session_id, self.stream, SessionPosition(self.epoch, ack.seq, *self.reported),
-                            self.grant.subject if self.grant else "")
+                            self.grant.subject if self.grant else "", refresh_ttl=refresh_ttl)
 
     async def _close(self, code: CloseCode, reason: str) -> None:
         with contextlib.suppress(Exception):

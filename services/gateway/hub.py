@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import deque
 from typing import Any, cast
 
@@ -36,6 +37,8 @@ class StreamHub:
         self.head_seq = 0
         self.healthy = False
         self.started = asyncio.Event()
+        self._written_through = metrics.WRITTEN_THROUGH.labels(stream=keys.stream)
+        self._delivered = metrics.ENTRIES_DELIVERED.labels(stream=keys.stream)
 
     @property
     def stream(self) -> str:
@@ -118,8 +121,12 @@ class StreamHub:
         written_through = 0
         for subscription in list(self.subscriptions):
             written_through += subscription.offer(batch)
-        if written_through:
-            metrics.WRITTEN_THROUGH.labels(stream=self.stream).inc(written_through)
+        if written_through and batch:
+            # Once per batch, not per connection: at thousands of clients the metric calls cost more than
+            # the writes. The latency is that of the batch's last write through, the slowest.
+            self._written_through.inc(written_through)
+            self._delivered.inc(written_through * len(batch))
+            metrics.DELIVERY_LATENCY.observe(max(time.time() * 1000 - batch[0].entry.commit_ms, 0) / 1000)
 
     def _reset(self, meta: StreamMeta) -> None:
         """The log this pod followed is gone (new epoch): connections must start over from a snapshot."""

@@ -34,7 +34,8 @@ CLIENT_DUPLICATES = Counter(
 CLIENT_GAPS = Counter("sparkwire_client_reported_gaps", "Gaps clients report, from their acks", ["stream"])
 DELIVERY_LATENCY = Histogram(
     "sparkwire_gateway_delivery_latency_seconds",
-    "From commit (Redis clock) to send of the oldest entry of each live send to a client",
+    "From commit (Redis clock) to send of the oldest entry of each live send to a client; for a batch the "
+    "hub writes through to many clients at once, one observation: its last write",
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0),
 )
 REDIS_ERRORS = Counter("sparkwire_gateway_redis_errors", "Failed Redis calls", ["operation"])

@@ -75,6 +75,8 @@ class ReplayMerger:
     """Hands out each seq after ``after_seq`` exactly once, in order, from batches that may overlap,
     repeat entries and be unordered within a batch."""
 
+    __slots__ = ("delivered",)
+
     def __init__(self, after_seq: int) -> None:
         self.delivered = after_seq
 

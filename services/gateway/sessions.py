@@ -8,6 +8,8 @@ client costs more CPU than delivering the entries (and exhausts connection pools
 together). The latest ack per session is kept in memory and ``run()`` writes the changed ones in one
 pipeline every ``flush_interval_s``; a connection's last ack and a draining pod's are flushed at once.
 A SIGKILLed pod loses at most one interval of acks — positions clients hold in their cursors anyway.
+The TTL is set at connect and at a connection's end; while it stays connected its acks renew it only every
+quarter of the TTL (``ttl_refresh_due``): an EXPIRE per ack was a third of the flush's cost.
 """
 
 from __future__ import annotations
@@ -51,8 +53,12 @@ class SessionStore:
         self.ttl_seconds = ttl_seconds
         self.pod = pod
         self.flush_interval_s = flush_interval_s
-        # (session, stream) -> (position, ack time, subject): acks not written yet.
-        self._pending: dict[tuple[str, str], tuple[SessionPosition, int, str]] = {}
+        # (session, stream) -> (position, ack time, subject, renew the TTL): acks not written yet.
+        self._pending: dict[tuple[str, str], tuple[SessionPosition, int, str, bool]] = {}
+
+    def ttl_refresh_due(self, refreshed_monotonic: float) -> bool:
+        """Whether a session whose TTL was last set at ``refreshed_monotonic`` should renew it now."""
+        return time.monotonic() - refreshed_monotonic >= self.ttl_seconds / 4
 
     async def load(self, session_id: str, stream: str) -> SessionPosition | None:
         pending = self._pending.get((session_id, stream))
@@ -90,12 +96,17 @@ class SessionStore:
             pipe.expire(key, self.ttl_seconds)
             await pipe.execute()
 
-    def acked(self, session_id: str, stream: str, position: SessionPosition, subject: str = "") -> None:
-        """Record an ack; it reaches Redis with the next flush."""
-        self._pending[(session_id, stream)] = (position, _now_ms(), subject)
+    def acked(self, session_id: str, stream: str, position: SessionPosition, subject: str = "",
+              *, refresh_ttl: bool = True) -> None:
+        """Record an ack; it reaches Redis with the next flush, renewing the TTL if this ack or an earlier
+        one not yet written asks to."""
+        earlier = self._pending.get((session_id, stream))
+        refresh_ttl = refresh_ttl or (earlier is not None and earlier[3])
+        self._pending[(session_id, stream)] = (position, _now_ms(), subject, refresh_ttl)
 
     async def flush(self, only: tuple[str, str] | None = None) -> None:
-        """Write pending acks (all, or one session's) in one round trip; kept for the next try on error."""
+        """Write pending acks (all, or one session's: a connection's end, which also renews its TTL) in one
+        round trip; kept for the next try on error."""
         if only is not None:
             batch = {only: self._pending.pop(only)} if only in self._pending else {}
         else:
@@ -104,13 +115,14 @@ class SessionStore:
             return
         try:
             async with self.client.pipeline(transaction=False) as pipe:
-                for (session_id, stream), (position, updated_ms, subject) in batch.items():
+                for (session_id, stream), (position, updated_ms, subject, refresh_ttl) in batch.items():
                     key = session_key(session_id, stream)
                     pipe.hset(key, mapping={
                         "epoch": position.epoch, "seq": position.seq, "duplicates": position.duplicates,
                         "gaps": position.gaps, "pod": self.pod, "updated_ms": updated_ms, "subject": subject,
                     })
-                    pipe.expire(key, self.ttl_seconds)
+                    if refresh_ttl or only is not None:
+                        pipe.expire(key, self.ttl_seconds)
                 await pipe.execute()
         except (RedisError, OSError):
             metrics.REDIS_ERRORS.labels(operation="session_flush").inc()

@@ -4,6 +4,7 @@ ack is visible to its own loads, and one session can be flushed on its own (a co
 from __future__ import annotations
 
 import asyncio
+import time
 
 import redis.asyncio as redis_async
 
@@ -31,6 +32,34 @@ def test_acks_are_flushed_in_batches_newest_first_and_one_session_on_demand(
             stored = sync.hgetall(session_key(f"s{n % 100}", unique_name))
             assert (stored["seq"], stored["duplicates"], stored["pod"]) == (str(n), str(n % 3), "pod-a")
             assert 0 < sync.ttl(session_key(f"s{n % 100}", unique_name)) <= 60
+        await client.aclose()
+
+    asyncio.run(run())
+
+
+def test_acks_renew_the_ttl_only_when_asked_and_a_connections_end_always_does(
+    redis_server: RedisServer, unique_name: str
+) -> None:
+    sync = redis_server.client(decode_responses=True)
+    key = session_key("s1", unique_name)
+
+    async def run() -> None:
+        client = redis_async.Redis.from_url(redis_server.url)
+        store = SessionStore(client, ttl_seconds=600, pod="pod-a", flush_interval_s=3600)
+        await store.connected("s1", unique_name)
+        sync.expire(key, 100)  # as if set long ago
+        store.acked("s1", unique_name, SessionPosition("e1", 1), refresh_ttl=False)
+        await store.flush()
+        assert sync.hget(key, "seq") == "1" and sync.ttl(key) <= 100, "an ack not asked to renew left the TTL"
+        store.acked("s1", unique_name, SessionPosition("e1", 2), refresh_ttl=True)
+        store.acked("s1", unique_name, SessionPosition("e1", 3), refresh_ttl=False)  # the earlier ack's ask holds
+        await store.flush()
+        assert sync.hget(key, "seq") == "3" and sync.ttl(key) > 500
+        sync.expire(key, 100)
+        store.acked("s1", unique_name, SessionPosition("e1", 4), refresh_ttl=False)
+        await store.flush(only=("s1", unique_name))  # a connection's end
+        assert sync.hget(key, "seq") == "4" and sync.ttl(key) > 500
+        assert store.ttl_refresh_due(time.monotonic() - 151) and not store.ttl_refresh_due(time.monotonic() - 10)
         await client.aclose()
 
     asyncio.run(run())
