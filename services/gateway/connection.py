@@ -27,7 +27,7 @@ from sparkwire.gateway.subscription import LiveBatch, LiveEntry, Subscription
 from sparkwire.gateway.wire import Message, Wire, serialize_text_frames
 from sparkwire.protocol.client_frames import Ack, Hello, Ping, Pong, ProtocolError, encode_heartbeat, parse_client_frame
 from sparkwire.protocol.close_codes import CloseCode, close_reason
-from sparkwire.protocol.limits import PING_INTERVAL_S, PONG_TIMEOUT_S
+from sparkwire.protocol.limits import DEFAULT_ACKS_PER_SECOND, MAX_ACK_INTERVAL_MS, PING_INTERVAL_S, PONG_TIMEOUT_S
 from sparkwire.protocol.server_frames import (
     EncodedEntry,
     Welcome,
@@ -57,6 +57,16 @@ class ConnectionSettings:
     auth_secret: str
     ping_interval_s: float = PING_INTERVAL_S
     pong_timeout_s: float = PONG_TIMEOUT_S
+    acks_per_second: int = DEFAULT_ACKS_PER_SECOND
+
+    def ack_policy(self, connections: int) -> tuple[int, int]:
+        """(ackEvery, ackIntervalMs) to ask of a client joining a pod that holds ``connections``: the
+        configured ones, stretched so that all clients together ack about ``acks_per_second`` times a
+        second. Acks only move the server-side bookmark (clients resume from their cursors), and parsing
+        and storing them was the pod's largest cost after the sends at 5,000 clients."""
+        stretch = max(1.0, connections / self.acks_per_second)
+        interval_ms = min(int(self.ack_interval_ms * stretch), max(MAX_ACK_INTERVAL_MS, self.ack_interval_ms))
+        return int(self.ack_every * interval_ms / self.ack_interval_ms), interval_ms
 
 
 # How each ending of a subscription closes the connection ("receiver" re-raises what ended the receiver).
@@ -95,8 +105,8 @@ class Connection:
     # Slots: thousands of idle connections each kept a dict of these.
     __slots__ = (
         "_delivered", "_latency", "client", "draining", "epoch", "grant", "hub", "last_ack", "last_heard",
-        "max_frame_bytes", "merger", "receive_error", "reported", "session_adopted", "session_id", "sessions",
-        "settings", "stream", "timers", "ttl_refreshed", "websocket", "wire",
+        "max_frame_bytes", "merger", "receive_error", "reported", "session_id", "sessions", "settings",
+        "stored", "stream", "timers", "ttl_refreshed", "websocket", "wire",
     )
 
     def __init__(self, websocket: WebSocket, wire: Wire, hub: StreamHub, client: redis_async.Redis,
@@ -110,7 +120,7 @@ class Connection:
         self.draining = draining
         self.stream = hub.stream
         self.session_id = ""
-        self.session_adopted = False  # the hello's session id was issued here to the same subject
+        self.stored: SessionPosition | None = None  # the adopted session's last ack
         self.grant: Grant | None = None
         self.epoch = ""
         self.merger = ReplayMerger(0)
@@ -183,10 +193,12 @@ class Connection:
         """Keep the hello's session id only if a pod issued it for this stream to the same subject; any
         other id gets a fresh one, so a client cannot take over a session by naming it."""
         subject = self.grant.subject if self.grant else ""
-        if requested is not None and await self.sessions.owner(requested, self.stream) == subject:
-            self.session_id, self.session_adopted = requested, True
-        else:
-            self.session_id, self.session_adopted = uuid.uuid4().hex, False
+        if requested is not None:
+            owner, self.stored = await self.sessions.lookup(requested, self.stream)
+            if owner == subject:
+                self.session_id = requested
+                return
+        self.session_id, self.stored = uuid.uuid4().hex, None
 
     def _payload(self, message: Mapping[str, Any]) -> str | bytes:
         if message["type"] == "websocket.disconnect":
@@ -198,8 +210,8 @@ class Connection:
 
     async def _start(self, hello: Hello) -> None:
         meta = await self.hub.meta()
-        # Loaded even with a cursor: its counts are the baseline of the cumulative ones the acks carry.
-        stored = await self.sessions.load(self.session_id, self.stream) if self.session_adopted else None
+        # Used even with a cursor: its counts are the baseline of the cumulative ones the acks carry.
+        stored = self.stored
         plan = decide_start(hello.cursor, stored.seq if stored else None, meta,
                             session_epoch=stored.epoch if stored else None)
         if stored is not None:
@@ -207,10 +219,10 @@ class Connection:
         await self.sessions.connected(self.session_id, self.stream, self.grant.subject if self.grant else "")
         self.ttl_refreshed = time.monotonic()
         self.epoch = meta.epoch
+        ack_every, ack_interval_ms = self.settings.ack_policy(len(self.hub.subscriptions))
         await self.websocket.send_text(encode_welcome(Welcome(
             session=self.session_id, epoch=meta.epoch, head_seq=meta.last_seq, recovered=plan.recovered,
-            reset=None if plan.reset == "none" else plan.reset, ack_every=self.settings.ack_every,
-            ack_interval_ms=self.settings.ack_interval_ms,
+            reset=None if plan.reset == "none" else plan.reset, ack_every=ack_every, ack_interval_ms=ack_interval_ms,
         )))
         if plan.after_seq is not None:
             after = plan.after_seq

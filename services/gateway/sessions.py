@@ -42,6 +42,10 @@ def session_key(session_id: str, stream: str, prefix: str = DEFAULT_PREFIX) -> s
     return f"{prefix}:session:{{{session_id}}}:{stream}"
 
 
+def _text(value: object) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -60,37 +64,24 @@ class SessionStore:
         """Whether a session whose TTL was last set at ``refreshed_monotonic`` should renew it now."""
         return time.monotonic() - refreshed_monotonic >= self.ttl_seconds / 4
 
-    async def load(self, session_id: str, stream: str) -> SessionPosition | None:
+    async def lookup(self, session_id: str, stream: str) -> tuple[str | None, SessionPosition | None]:
+        """The subject the session was issued to (``""`` with auth off; None if no pod knows the id: never
+        issued, or expired) and its last ack (None before the first), in one round trip: every resuming
+        client asks, and after a pod is lost thousands ask at once."""
         pending = self._pending.get((session_id, stream))
         if pending is not None:  # acked on this pod a moment ago, not written yet
-            return pending[0]
-        fields = ["epoch", "seq", "duplicates", "gaps"]
-        epoch, seq, duplicates, gaps = await self.client.hmget(session_key(session_id, stream), fields)
-        if epoch is None or seq is None:
-            return None
-        return SessionPosition(epoch=epoch.decode() if isinstance(epoch, bytes) else str(epoch), seq=int(seq),
-                               duplicates=int(duplicates or 0), gaps=int(gaps or 0))
-
-    async def owner(self, session_id: str, stream: str) -> str | None:
-        """The subject the session was issued to (``""`` with auth off), or None if no pod knows the id:
-        never issued here, or expired."""
-        if (session_id, stream) in self._pending:
-            return self._pending[(session_id, stream)][2]
-        exists, subject = await self._owner(session_key(session_id, stream))
-        if not exists:
-            return None
-        return subject.decode() if isinstance(subject, bytes) else str(subject or "")
-
-    async def _owner(self, key: str) -> tuple[bool, object]:
-        async with self.client.pipeline(transaction=False) as pipe:
-            pipe.exists(key)
-            pipe.hget(key, "subject")
-            exists, subject = await pipe.execute()
-        return bool(exists), subject
+            return pending[2], pending[0]
+        fields = ["subject", "epoch", "seq", "duplicates", "gaps"]
+        subject, epoch, seq, duplicates, gaps = await self.client.hmget(session_key(session_id, stream), fields)
+        if subject is None:  # every pod writes the subject when it issues the id
+            return None, None
+        position = None if epoch is None or seq is None else SessionPosition(
+            epoch=_text(epoch), seq=int(seq), duplicates=int(duplicates or 0), gaps=int(gaps or 0))
+        return _text(subject), position
 
     async def connected(self, session_id: str, stream: str, subject: str = "") -> None:
         key = session_key(session_id, stream)
-        async with self.client.pipeline(transaction=True) as pipe:
+        async with self.client.pipeline(transaction=False) as pipe:  # one round trip; no reader needs both at once
             pipe.hset(key, mapping={"pod": self.pod, "connected_ms": _now_ms(), "stream": stream,
                                     "subject": subject})
             pipe.expire(key, self.ttl_seconds)

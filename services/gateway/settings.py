@@ -11,6 +11,7 @@ from sparkwire.options import add_option, non_negative_int, parse_bool, positive
 from sparkwire.protocol.limits import (
     DEFAULT_ACK_EVERY,
     DEFAULT_ACK_INTERVAL_MS,
+    DEFAULT_ACKS_PER_SECOND,
     HELLO_TIMEOUT_S,
     MAX_CLIENT_FRAME_BYTES,
     MAX_SERVER_FRAME_BYTES,
@@ -46,6 +47,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                help="clients ack after this many entries")
     add_option(parser, "--ack-interval-ms", type=positive_int, default=DEFAULT_ACK_INTERVAL_MS,
                help="clients ack at least this often while entries arrive")
+    add_option(parser, "--acks-per-second", type=positive_int, default=DEFAULT_ACKS_PER_SECOND,
+               help="with more clients than this, each is asked to ack less often (up to 10 s apart) so that "
+                    "all of them together ack about this often")
     add_option(parser, "--session-ttl-seconds", type=positive_int, default=86_400,
                help="how long a session's position outlives its last ack")
     add_option(parser, "--hello-timeout-ms", type=positive_int, default=int(HELLO_TIMEOUT_S * 1000),
@@ -75,6 +79,7 @@ def connection_settings(args: argparse.Namespace) -> ConnectionSettings:
         auth_secret=args.auth_secret,
         ping_interval_s=args.ping_interval_ms / 1000,
         pong_timeout_s=args.pong_timeout_ms / 1000,
+        acks_per_second=args.acks_per_second,
     )
 
 

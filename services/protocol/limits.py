@@ -14,6 +14,9 @@ HELLO_TIMEOUT_S, PING_INTERVAL_S, PONG_TIMEOUT_S = 10.0, 20.0, 30.0
 # Clients ack about once a second: every ack is parsed and written to its session by the pod, and at 500
 # entries/s an ack per 100 entries was five per client per second, most of a pod's CPU after the sends.
 DEFAULT_ACK_EVERY, DEFAULT_ACK_INTERVAL_MS = 1000, 1000
+# A pod with many clients asks each to ack less often, so all of them together send about this many acks
+# a second (the welcome's ackEvery / ackIntervalMs), up to MAX_ACK_INTERVAL_MS apart.
+DEFAULT_ACKS_PER_SECOND, MAX_ACK_INTERVAL_MS = 1000, 10_000
 # Seqs are Redis stream id parts: unsigned 64-bit; a cursor past that is not a position.
 MAX_SEQ = (1 << 64) - 1
 MAX_COUNT = (1 << 63) - 1

@@ -23,7 +23,7 @@ def test_acks_are_flushed_in_batches_newest_first_and_one_session_on_demand(
         for n in range(300):
             store.acked(f"s{n % 100}", unique_name, SessionPosition("e1", n, duplicates=n % 3))
         assert sync.exists(session_key("s1", unique_name)) == 0, "nothing written before a flush"
-        assert await store.load("s1", unique_name) == SessionPosition("e1", 201, duplicates=0)
+        assert await store.lookup("s1", unique_name) == ("", SessionPosition("e1", 201, duplicates=0))
         await store.flush(only=("s2", unique_name))
         assert sync.hget(session_key("s2", unique_name), "seq") == "202"
         assert sync.exists(session_key("s3", unique_name)) == 0
@@ -63,3 +63,22 @@ def test_acks_renew_the_ttl_only_when_asked_and_a_connections_end_always_does(
         await client.aclose()
 
     asyncio.run(run())
+
+
+def test_one_lookup_tells_who_a_session_was_issued_to_and_its_last_ack(
+    redis_server: RedisServer, unique_name: str
+) -> None:
+    async def run() -> list[object]:
+        client = redis_async.Redis.from_url(redis_server.url)
+        store = SessionStore(client, ttl_seconds=600, pod="pod-a", flush_interval_s=3600)
+        found: list[object] = [await store.lookup("never-issued", unique_name)]
+        await store.connected("s1", unique_name, subject="alice")
+        found.append(await store.lookup("s1", unique_name))  # issued, nothing acked yet
+        store.acked("s1", unique_name, SessionPosition("e1", 7, gaps=1), "alice")
+        await store.flush()
+        other_pod = SessionStore(client, ttl_seconds=600, pod="pod-b")  # nothing pending: read from Redis
+        found.append(await other_pod.lookup("s1", unique_name))
+        await client.aclose()
+        return found
+
+    assert asyncio.run(run()) == [(None, None), ("alice", None), ("alice", SessionPosition("e1", 7, gaps=1))]
