@@ -1,0 +1,96 @@
+"""Pure parts of bench/spark_throughput.py: reading the aggregator's progress log, judging a rate sustained,
+and the window-close latency of one rendered result."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from _common import quantile  # bench/ is sys.path[0]
+
+AGGREGATE_QUERY = "sparkwire-aggregate"
+
+
+@dataclass(frozen=True)
+class Batch:
+    batch_id: int
+    rows: int
+    duration_ms: int
+
+
+def aggregate_batches(log_lines: Iterable[str]) -> list[Batch]:
+    """The aggregate query's micro-batches from the aggregator's JSON log (``query progress`` lines)."""
+    batches = []
+    for line in log_lines:
+        if '"query_progress"' not in line:
+            continue
+        try:
+            doc = json.loads(line)
+        except ValueError:
+            continue
+        if doc.get("event") == "query_progress" and doc.get("name") == AGGREGATE_QUERY:
+            batches.append(Batch(int(doc["batchId"]), int(doc["rowsIn"]), int(doc["durationMs"])))
+    return batches
+
+
+@dataclass(frozen=True)
+class RateVerdict:
+    rate: int
+    measured: list[Batch]
+    trigger_ms: int
+    per_batch: int
+
+    @property
+    def full(self) -> bool:
+        """Every measured batch read its whole quota: the backlog, not the input, set the pace."""
+        return bool(self.measured) and all(b.rows == self.per_batch for b in self.measured)
+
+    def duration_ms(self, q: float) -> float:
+        return quantile(sorted(b.duration_ms for b in self.measured), q)
+
+    @property
+    def sustained(self) -> bool:
+        """Each micro-batch of ``rate x trigger`` events ended within the trigger interval (p95 and the
+        slowest within 1.25x of it), so the job keeps up with that input indefinitely."""
+        return (self.full and self.duration_ms(0.95) <= self.trigger_ms
+                and self.duration_ms(1.0) <= 1.25 * self.trigger_ms)
+
+    @property
+    def capacity(self) -> float:
+        """Events per second of batch time: what the job could take with no idle time between batches."""
+        busy = sum(b.duration_ms for b in self.measured)
+        return 1000 * sum(b.rows for b in self.measured) / busy if busy else 0.0
+
+
+def judge(rate: int, batches: Sequence[Batch], trigger_ms: int, warmup: int) -> RateVerdict:
+    """The batches after the first ``warmup`` non-empty ones (JVM warm-up, the first state-store files)."""
+    non_empty = [b for b in batches if b.rows > 0]
+    return RateVerdict(rate, non_empty[warmup:], trigger_ms, rate * trigger_ms // 1000)
+
+
+def highest_sustained(verdicts: Sequence[RateVerdict]) -> RateVerdict | None:
+    ok = [v for v in verdicts if v.sustained]
+    return max(ok, key=lambda v: v.rate) if ok else None
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """One result as a client got it: its window's end (event time = the producer's wall clock), when the
+    commit script ran, and when the client received it (ms since the epoch)."""
+
+    window_end_ms: int
+    commit_ms: int
+    received_ms: int
+
+    @property
+    def close_to_commit_ms(self) -> int:
+        return self.commit_ms - self.window_end_ms
+
+    @property
+    def commit_to_render_ms(self) -> int:
+        return self.received_ms - self.commit_ms
+
+    @property
+    def close_to_render_ms(self) -> int:
+        return self.received_ms - self.window_end_ms

@@ -1,0 +1,233 @@
+"""Spark throughput (issue 10, item 4): the real aggregator on this machine, its sustained input rate and
+the latency from a window's close to a client rendering its result.
+
+Starts its own Kafka broker and ``redis-server`` (AOF, ``appendfsync always``) in a temporary directory.
+
+1. **Sustained rate.** One backlog of metric events (the producer's own generator and format, event ids
+   for dedup) is produced once. For each rate R, a fresh ``sparkwire aggregate`` (the job as deployed:
+   parse, dead-letter query, watermark, dedup, windows, ``foreachBatch`` commit into Redis) reads it with
+   ``maxOffsetsPerTrigger = R x trigger``; its progress log gives each micro-batch's rows and duration.
+   R is sustained when every measured batch read its whole quota and the batches end within the
+   trigger interval (p95, and the slowest within 1.25x). Variants (shuffle partitions, trigger) run
+   the same way.
+2. **Correct at that rate.** The highest sustained rate reads the whole backlog; its replay log must equal
+   the oracle's results (``sparkwire.verify``), computed independently from the produced records.
+3. **Window close -> render.** A producer sends events at wall-clock time (heartbeats on), the job runs
+   with its default window, delay and trigger, a gateway serves the stream and a ``StreamClient``
+   receives it; per result: commit time minus window end, and receive time minus commit time.
+
+    flock /tmp/sparkwire-heavy.lock .venv/bin/python bench/spark_throughput.py     # make bench-spark
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import shlex
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import redis
+from _common import emit_section, git_revision, int_list, machine_info, process_cpu_seconds
+from _spark_rates import Batch, RateVerdict, Rendered, aggregate_batches, highest_sustained, judge
+
+from sparkwire.client.background import BackgroundClient
+from sparkwire.protocol.server_frames import ReceivedEntry
+from sparkwire.replaylog import ReplayLogReader
+from sparkwire.stack import GatewayProcess, KafkaBroker, ManagedProcess, RedisServer
+from sparkwire.verify import compare, expected_results
+
+SECTION = "spark_throughput"
+PYTHON = [sys.executable, "-m", "sparkwire.cli"]
+WINDOW_MS, DELAY_MS = 10_000, 5_000  # the job's defaults
+BACKLOG_EVENT_RATE, BACKLOG_METRICS = 20_000, 50
+REPO = Path(__file__).resolve().parent.parent
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rates", type=int_list, default=[50_000, 100_000, 150_000], help="input events/s")
+    parser.add_argument("--trigger-ms", type=int, default=1000, help="micro-batch trigger interval")
+    parser.add_argument("--shuffle-partitions", type=int_list, default=[2, 4], help="variants at the top rate")
+    parser.add_argument("--batches", type=int, default=8, help="measured micro-batches per rate")
+    parser.add_argument("--warmup", type=int, default=3, help="unmeasured micro-batches first")
+    parser.add_argument("--live-rate", type=int, default=5_000, help="events/s of the latency run")
+    parser.add_argument("--live-seconds", type=int, default=45, help="length of the latency run")
+    parser.add_argument("--quick", action="store_true", help="smoke run: small rates, few batches")
+    parser.add_argument("--output", type=Path, default=REPO / "docs" / "benchmarks.md", help="'-' for stdout only")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.rates, args.shuffle_partitions, args.batches, args.warmup = [5_000, 20_000], [2], 3, 1
+        args.live_rate, args.live_seconds = 500, 25
+    return args
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace, workdir: Path) -> None:
+        self.args, self.workdir = args, workdir
+        self.redis = RedisServer(workdir / "redis")
+        self.kafka = KafkaBroker(workdir / "kafka")
+        self.runs = 0
+
+    def aggregator(self, stream: str, topic: str, *options: str) -> ManagedProcess:
+        self.runs += 1
+        command = [*PYTHON, "aggregate", "--bootstrap-servers", self.kafka.bootstrap, "--topic", topic,
+                   "--dead-letter-topic", f"{topic}-dlq", "--redis-url", self.redis.url, "--stream", stream,
+                   "--checkpoint", str(self.workdir / f"checkpoint-{self.runs}"), *options]
+        process = ManagedProcess(f"aggregate-{self.runs}", command, self.workdir)
+        process.start()
+        return process
+
+    def produce(self, topic: str, count: int, rate: int, *flags: str) -> ManagedProcess:
+        events = self.workdir / f"{topic}.jsonl"
+        command = [*PYTHON, "produce", "--bootstrap-servers", self.kafka.bootstrap, "--topic", topic,
+                   "--count", str(count), "--rate", str(rate), "--events-file", str(events),
+                   "--log-level", "WARNING", *flags]
+        process = ManagedProcess(f"produce-{topic}", command, self.workdir)
+        process.start()
+        return process
+
+    def batches_of(self, process: ManagedProcess) -> list[Batch]:
+        return aggregate_batches(process.log_path.read_text(errors="replace").splitlines())
+
+    def run_rate(self, topic: str, rate: int, shuffle: int, trigger_ms: int) -> RateVerdict:
+        """One aggregator reading the backlog at ``rate`` until enough batches are measured."""
+        args = self.args
+        process = self.aggregator(f"rate-{rate}-{shuffle}-{trigger_ms}", topic, "--trigger-ms", str(trigger_ms),
+                                  "--max-offsets-per-trigger", str(rate * trigger_ms // 1000),
+                                  "--shuffle-partitions", str(shuffle))
+        deadline = time.monotonic() + 240
+        try:
+            while time.monotonic() < deadline:
+                done = [b for b in self.batches_of(process) if b.rows > 0]
+                if len(done) >= args.warmup + args.batches:
+                    break
+                if not process.alive:
+                    raise RuntimeError(f"aggregator exited:\n{process.log_tail(40)}")
+                time.sleep(1)
+        finally:
+            process.stop(timeout=30)
+        verdict = judge(rate, self.batches_of(process), trigger_ms, args.warmup)
+        verdict = RateVerdict(verdict.rate, verdict.measured[: args.batches], trigger_ms, verdict.per_batch)
+        print(f"[rate] {rate:,}/s shuffle {shuffle} trigger {trigger_ms} ms: batches p50/p95/max "
+              f"{verdict.duration_ms(0.5):.0f}/{verdict.duration_ms(0.95):.0f}/{verdict.duration_ms(1):.0f} ms, "
+              f"capacity {verdict.capacity:,.0f}/s, sustained {verdict.sustained}", file=sys.stderr, flush=True)
+        return verdict
+
+    def check_exactly_once(self, topic: str, rate: int, shuffle: int, produced: list[str]) -> tuple[bool, str, float]:
+        """The whole backlog at ``rate``; the log must equal the oracle. Returns (ok, summary, seconds)."""
+        stream = f"full-{rate}"
+        started = time.monotonic()
+        process = self.aggregator(stream, topic, "--trigger-ms", str(self.args.trigger_ms),
+                                  "--max-offsets-per-trigger", str(rate * self.args.trigger_ms // 1000),
+                                  "--shuffle-partitions", str(shuffle))
+        expected = expected_results(produced, WINDOW_MS, DELAY_MS)
+        reader = ReplayLogReader(redis.Redis.from_url(self.redis.url), stream)
+        try:
+            deadline = time.monotonic() + 600
+            while time.monotonic() < deadline and reader.meta().last_seq < len(expected):
+                if not process.alive:
+                    raise RuntimeError(f"aggregator exited:\n{process.log_tail(40)}")
+                time.sleep(1)
+            took = time.monotonic() - started
+            time.sleep(3 * self.args.trigger_ms / 1000)  # nothing more may come
+        finally:
+            process.stop(timeout=30)
+        report = compare(expected, reader.read_after(0, 10 * len(expected) + 10))
+        return report.ok, report.summary(), took
+
+    def latency(self) -> tuple[list[Rendered], float]:
+        """Events at wall-clock time through the job, a gateway and a client."""
+        args = self.args
+        topic, stream = "live", "live"
+        self.kafka.create_topic(topic, partitions=2)
+        self.kafka.create_topic(f"{topic}-dlq", partitions=1)
+        gateway = GatewayProcess(self.workdir, self.redis.url, [stream]).start()
+        rendered: list[Rendered] = []
+
+        def on_entry(entry: ReceivedEntry) -> None:
+            data = entry.data if isinstance(entry.data, dict) else {}
+            rendered.append(Rendered(int(data.get("windowEnd", 0)), entry.commit_ms, int(time.time() * 1000)))
+
+        client = BackgroundClient(gateway.ws(stream), on_entry=on_entry).start()
+        job = self.aggregator(stream, topic)  # the job's default window, delay and trigger
+        try:
+            time.sleep(20)  # the driver and its JVM start
+            producer = self.produce(topic, args.live_rate * args.live_seconds, args.live_rate, "--realtime",
+                                    "--start-ms", str(int(time.time() * 1000)), "--heartbeat-ms", "1000",
+                                    "--idle-ms", str(WINDOW_MS + DELAY_MS + 5_000))
+            producer_cpu = float("nan")
+            while producer.alive:  # CPU sampled while it lives: /proc forgets a process once it exits
+                producer_cpu = process_cpu_seconds_or_nan(producer)
+                time.sleep(1)
+            time.sleep(3)
+        finally:
+            client.stop()
+            job.stop(timeout=30)
+            gateway.stop()
+        return rendered, producer_cpu
+
+
+def process_cpu_seconds_or_nan(process: ManagedProcess) -> float:
+    try:
+        return process_cpu_seconds(process.pid) if process.pid else float("nan")
+    except OSError:
+        return float("nan")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse_args(argv)
+    load_before = os.getloadavg()
+    started = time.monotonic()
+    date = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    with tempfile.TemporaryDirectory(prefix="spark-bench-") as tmp:
+        bench = Bench(args, Path(tmp))
+        bench.redis.start()
+        bench.kafka.start()
+        try:
+            topic = "backlog"
+            bench.kafka.create_topic(topic, partitions=2)
+            bench.kafka.create_topic(f"{topic}-dlq", partitions=1)
+            top = max(args.rates)
+            count = top * args.trigger_ms // 1000 * (args.warmup + args.batches + 2)
+            t0 = time.monotonic()
+            # Event time at 20,000 events/s and 50 metrics: a replayed backlog closes windows as it goes.
+            producer = bench.produce(topic, count, BACKLOG_EVENT_RATE, "--metrics", str(BACKLOG_METRICS),
+                                     "--start-ms", str(int(time.time() * 1000) - 3_600_000))
+            while producer.alive:
+                time.sleep(1)
+            produce_s = time.monotonic() - t0
+            print(f"[backlog] {count:,} events in {produce_s:.0f} s", file=sys.stderr, flush=True)
+            produced = [json.loads(line)["value"] for line in (bench.workdir / f"{topic}.jsonl").open()]
+            default_shuffle = args.shuffle_partitions[0]
+            verdicts = [bench.run_rate(topic, rate, default_shuffle, args.trigger_ms) for rate in args.rates]
+            variants = [bench.run_rate(topic, top, shuffle, args.trigger_ms) for shuffle in args.shuffle_partitions[1:]]
+            best = highest_sustained(verdicts)
+            check_rate = best.rate if best else min(args.rates)
+            ok, summary, took = bench.check_exactly_once(topic, check_rate, default_shuffle, produced)
+            print(f"[exactly once] {check_rate:,}/s: {summary}", file=sys.stderr, flush=True)
+            rendered, producer_cpu = bench.latency()
+            info = machine_info(redis.Redis.from_url(bench.redis.url))
+        finally:
+            bench.kafka.stop()
+            bench.redis.stop()
+    from _spark_report import render  # the report's wording, apart from the measuring
+
+    text = render(args=args, date=date, wall=time.monotonic() - started, info=info,
+                  revision=git_revision(REPO, ["services/aggregator", "bench"]),
+                  command=shlex.join([".venv/bin/python", "bench/spark_throughput.py", *argv]),
+                  load=(load_before, os.getloadavg()), count=count, produce_s=produce_s, verdicts=verdicts,
+                  variants=variants, best=best, check=(check_rate, ok, summary, took), rendered=rendered,
+                  producer_cpu=producer_cpu)
+    emit_section(args.output, SECTION, text)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+"""bench/_spark_rates.py: the aggregator's progress log read back, a rate judged sustained or not, and the
+spans of one rendered result."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
+
+from _spark_rates import Batch, Rendered, aggregate_batches, highest_sustained, judge
+
+
+def progress(name: str, batch: int, rows: int, duration: int) -> str:
+    return json.dumps({"ts": 1.0, "level": "info", "msg": "query progress", "event": "query_progress",
+                       "name": name, "batchId": batch, "rowsIn": rows, "durationMs": duration})
+
+
+def test_only_the_aggregate_querys_progress_lines_are_batches() -> None:
+    lines = [progress("sparkwire-aggregate", 0, 0, 900), "not json", '{"event": "query_progress"',
+             progress("sparkwire-deadletter", 0, 1000, 300), progress("sparkwire-aggregate", 1, 1000, 700),
+             json.dumps({"msg": "query started", "event": "query_started"})]
+    assert aggregate_batches(lines) == [Batch(0, 0, 900), Batch(1, 1000, 700)]
+
+
+def batches(*durations: int, rows: int = 1000) -> list[Batch]:
+    return [Batch(i, rows, d) for i, d in enumerate(durations)]
+
+
+def test_a_rate_is_sustained_when_full_batches_end_within_the_trigger() -> None:
+    ok = judge(1000, [Batch(0, 0, 5000), *batches(3000, 900, 800, 950, 990)], trigger_ms=1000, warmup=1)
+    assert [b.duration_ms for b in ok.measured] == [900, 800, 950, 990] and ok.full and ok.sustained
+    assert ok.capacity == 1000 * 4000 / (900 + 800 + 950 + 990)
+
+
+def test_slow_batches_a_short_quota_or_nothing_measured_are_not_sustained() -> None:
+    assert not judge(1000, batches(100, 1100, 1100, 900), 1000, warmup=1).sustained  # p95 over the trigger
+    assert not judge(1000, batches(100, *[900] * 30, 1300), 1000, warmup=1).sustained  # slowest past 1.25x
+    short = judge(1000, [*batches(100, 500), Batch(9, 400, 200)], 1000, warmup=1)
+    assert not short.full and not short.sustained  # the backlog ran out: the input set the pace
+    assert not judge(1000, batches(100), 1000, warmup=1).sustained
+
+
+def test_the_highest_sustained_rate_wins() -> None:
+    fast, slow = batches(100, 500, 500), batches(100, 1500, 1500)
+    verdicts = [judge(1000, fast, 1000, 1), judge(2000, [Batch(i, 2000, d) for i, d in enumerate([100, 600])], 1000, 1),
+                judge(3000, slow, 1000, 1)]
+    best = highest_sustained(verdicts)
+    assert best is not None and best.rate == 2000
+    assert highest_sustained([verdicts[2]]) is None
+
+
+def test_a_rendered_result_splits_into_close_to_commit_and_commit_to_render() -> None:
+    result = Rendered(window_end_ms=10_000, commit_ms=16_500, received_ms=16_520)
+    assert (result.close_to_commit_ms, result.commit_to_render_ms, result.close_to_render_ms) == (6_500, 20, 6_520)
