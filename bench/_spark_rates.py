@@ -35,16 +35,44 @@ def aggregate_batches(log_lines: Iterable[str]) -> list[Batch]:
 
 
 @dataclass(frozen=True)
+class RunSpec:
+    """One run of the grid: ``rate@trigger_ms[/shuffle_partitions]``, e.g. ``50000@5000/4``."""
+
+    rate: int
+    trigger_ms: int
+    shuffle: int = 2
+
+    @classmethod
+    def parse(cls, text: str) -> RunSpec:
+        rate, _, rest = text.strip().partition("@")
+        trigger, _, shuffle = rest.partition("/")
+        spec = cls(int(rate), int(trigger or 1000), int(shuffle or 2))
+        if min(spec.rate, spec.trigger_ms, spec.shuffle) < 1:
+            raise ValueError(f"bad run {text!r}: rate, trigger and shuffle partitions must be >= 1")
+        return spec
+
+    @property
+    def per_batch(self) -> int:
+        return self.rate * self.trigger_ms // 1000
+
+    @property
+    def label(self) -> str:
+        return f"trigger {self.trigger_ms:,} ms, shuffle partitions {self.shuffle}"
+
+
+@dataclass(frozen=True)
 class RateVerdict:
     rate: int
     measured: list[Batch]
     trigger_ms: int
     per_batch: int
+    label: str = ""
 
     @property
     def full(self) -> bool:
-        """Every measured batch read its whole quota: the backlog, not the input, set the pace."""
-        return bool(self.measured) and all(b.rows == self.per_batch for b in self.measured)
+        """Every measured batch read its whole quota (within 1 %: Spark splits it over the partitions): the
+        backlog, not the input, set the pace."""
+        return bool(self.measured) and all(b.rows >= 0.99 * self.per_batch for b in self.measured)
 
     def duration_ms(self, q: float) -> float:
         return quantile(sorted(b.duration_ms for b in self.measured), q)
@@ -63,15 +91,15 @@ class RateVerdict:
         return 1000 * sum(b.rows for b in self.measured) / busy if busy else 0.0
 
 
-def judge(rate: int, batches: Sequence[Batch], trigger_ms: int, warmup: int) -> RateVerdict:
+def judge(rate: int, batches: Sequence[Batch], trigger_ms: int, warmup: int, label: str = "") -> RateVerdict:
     """The batches after the first ``warmup`` non-empty ones (JVM warm-up, the first state-store files)."""
     non_empty = [b for b in batches if b.rows > 0]
-    return RateVerdict(rate, non_empty[warmup:], trigger_ms, rate * trigger_ms // 1000)
+    return RateVerdict(rate, non_empty[warmup:], trigger_ms, rate * trigger_ms // 1000, label)
 
 
 def highest_sustained(verdicts: Sequence[RateVerdict]) -> RateVerdict | None:
     ok = [v for v in verdicts if v.sustained]
-    return max(ok, key=lambda v: v.rate) if ok else None
+    return max(ok, key=lambda v: (v.rate, -v.trigger_ms)) if ok else None
 
 
 @dataclass(frozen=True)

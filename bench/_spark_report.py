@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Sequence
 
 from _common import markers, quantile, reproduce_lines  # bench/ is sys.path[0]
-from _spark_rates import RateVerdict, Rendered
+from _spark_rates import RateVerdict, Rendered, RunSpec
 
 THROUGHPUT_AIM = 100_000
 
@@ -26,10 +26,10 @@ def _rate_rows(verdicts: Sequence[RateVerdict], labels: Sequence[str]) -> list[s
 
 def render(*, args: argparse.Namespace, date: str, wall: float, info: dict[str, str], revision: str, command: str,
            load: tuple[tuple[float, ...], tuple[float, ...]], count: int, produce_s: float,
-           verdicts: Sequence[RateVerdict], variants: Sequence[RateVerdict], best: RateVerdict | None,
-           check: tuple[int, bool, str, float], rendered: Sequence[Rendered], producer_cpu: float) -> str:
+           verdicts: Sequence[RateVerdict], best: RateVerdict | None, check: tuple[RunSpec, bool, str, float],
+           rendered: Sequence[Rendered], producer_cpu: float) -> str:
     start, end = markers("spark_throughput")
-    check_rate, ok, summary, took = check
+    spec, ok, summary, took = check
     header = ("| run | input events/s | events per batch | measured batches | batch p50 / p95 / max ms "
               "| capacity events/s | sustained |")
     rule = "|---|---:|---:|---:|---:|---:|---|"
@@ -51,11 +51,12 @@ def render(*, args: argparse.Namespace, date: str, wall: float, info: dict[str, 
         f"Redis {info['redis']}. Spark `local[2]`: driver, executors and Kafka share the 2 CPUs.",
         f"- Load average {before[0]:.2f} / {before[1]:.2f} / {before[2]:.2f} before, {after[0]:.2f} / "
         f"{after[1]:.2f} / {after[2]:.2f} after; the run held `/tmp/sparkwire-heavy.lock`.",
-        f"- Backlog: {count:,} events (50 metrics, 8 sources, event time at 20,000 events/s, ~90-byte JSON "
-        f"with a UUID event id), produced once in {produce_s:.0f} s by `sparkwire produce`; every run reads it "
-        f"from the start with a fresh checkpoint and `maxOffsetsPerTrigger` = rate x trigger "
-        f"({args.trigger_ms:,} ms), 2 Kafka partitions. The first {args.warmup} non-empty batches of a run "
-        "are not measured.",
+        f"- Backlog: {count:,} events (50 metrics, 8 sources, ~150-byte JSON "
+        f"with a UUID event id; event time spread over 90 s), produced once in {produce_s:.0f} s by "
+        "`sparkwire produce`; every run reads it "
+        "from the start with a fresh checkpoint and `maxOffsetsPerTrigger` = rate x trigger, 2 Kafka "
+        f"partitions. The first {args.warmup} non-empty batches of a run are not measured; then "
+        f"{args.batches} (triggers up to 2 s) or {args.long_batches} (longer ones) are.",
         "- *Sustained*: every measured batch read its whole quota and the batches ended within the trigger "
         "interval (p95; the slowest within 1.25x). *Capacity*: events per second of batch time, what the job "
         "would take with no idle time between batches.",
@@ -63,11 +64,10 @@ def render(*, args: argparse.Namespace, date: str, wall: float, info: dict[str, 
         "### Input rate",
         "",
         header, rule,
-        *_rate_rows(verdicts, [f"shuffle partitions {args.shuffle_partitions[0]}"] * len(verdicts)),
-        *_rate_rows(variants, [f"shuffle partitions {n}" for n in args.shuffle_partitions[1:]]),
+        *_rate_rows(verdicts, [v.label for v in verdicts]),
         "",
 
-        f"**Exactly once at {check_rate:,} events/s**: the whole backlog read at that rate "
+        f"**Exactly once at {spec.rate:,} events/s ({spec.label})**: the whole backlog read so "
         f"({took:.0f} s from the driver's start to the last result), the replay log compared with the oracle's "
         f"results computed from the produced records: {'OK' if ok else 'FAILED'} — {summary}.",
         "",

@@ -33,8 +33,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import redis
-from _common import emit_section, git_revision, int_list, machine_info, process_cpu_seconds
-from _spark_rates import Batch, RateVerdict, Rendered, aggregate_batches, highest_sustained, judge
+from _common import emit_section, git_revision, machine_info, process_cpu_seconds
+from _spark_rates import Batch, RateVerdict, Rendered, RunSpec, aggregate_batches, highest_sustained, judge
 
 from sparkwire.client.background import BackgroundClient
 from sparkwire.protocol.server_frames import ReceivedEntry
@@ -45,24 +45,28 @@ from sparkwire.verify import compare, expected_results
 SECTION = "spark_throughput"
 PYTHON = [sys.executable, "-m", "sparkwire.cli"]
 WINDOW_MS, DELAY_MS = 10_000, 5_000  # the job's defaults
-BACKLOG_EVENT_RATE, BACKLOG_METRICS = 20_000, 50
+BACKLOG_SPAN_S, BACKLOG_METRICS = 90, 50
+# 1 s triggers at rising rates, then longer triggers (a micro-batch costs ~1 s here whatever its size).
+DEFAULT_RUNS = "10000@1000,20000@1000,50000@5000,50000@5000/4,100000@10000"
 REPO = Path(__file__).resolve().parent.parent
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rates", type=int_list, default=[50_000, 100_000, 150_000], help="input events/s")
-    parser.add_argument("--trigger-ms", type=int, default=1000, help="micro-batch trigger interval")
-    parser.add_argument("--shuffle-partitions", type=int_list, default=[2, 4], help="variants at the top rate")
-    parser.add_argument("--batches", type=int, default=8, help="measured micro-batches per rate")
-    parser.add_argument("--warmup", type=int, default=3, help="unmeasured micro-batches first")
+    parser.add_argument("--runs", type=lambda t: [RunSpec.parse(x) for x in t.split(",")],
+                        default=[RunSpec.parse(x) for x in DEFAULT_RUNS.split(",")],
+                        help="rate@trigger_ms[/shuffle_partitions], comma-separated")
+    parser.add_argument("--long-batches", type=int, default=3, help="measured batches with triggers over 2 s")
+    parser.add_argument("--batches", type=int, default=6, help="measured micro-batches per rate")
+    parser.add_argument("--warmup", type=int, default=1, help="unmeasured micro-batches first")
     parser.add_argument("--live-rate", type=int, default=5_000, help="events/s of the latency run")
     parser.add_argument("--live-seconds", type=int, default=45, help="length of the latency run")
     parser.add_argument("--quick", action="store_true", help="smoke run: small rates, few batches")
     parser.add_argument("--output", type=Path, default=REPO / "docs" / "benchmarks.md", help="'-' for stdout only")
     args = parser.parse_args(argv)
     if args.quick:
-        args.rates, args.shuffle_partitions, args.batches, args.warmup = [5_000, 20_000], [2], 3, 1
+        args.runs = [RunSpec.parse(x) for x in ("5000@1000", "20000@3000")]
+        args.batches, args.long_batches, args.warmup = 3, 2, 1
         args.live_rate, args.live_seconds = 500, 25
     return args
 
@@ -95,37 +99,42 @@ class Bench:
     def batches_of(self, process: ManagedProcess) -> list[Batch]:
         return aggregate_batches(process.log_path.read_text(errors="replace").splitlines())
 
-    def run_rate(self, topic: str, rate: int, shuffle: int, trigger_ms: int) -> RateVerdict:
-        """One aggregator reading the backlog at ``rate`` until enough batches are measured."""
+    def batches_for(self, spec: RunSpec) -> int:
+        return self.args.batches if spec.trigger_ms <= 2000 else self.args.long_batches
+
+    def run_rate(self, topic: str, spec: RunSpec) -> RateVerdict:
+        """One aggregator reading the backlog at ``spec.rate`` until enough batches are measured."""
         args = self.args
-        process = self.aggregator(f"rate-{rate}-{shuffle}-{trigger_ms}", topic, "--trigger-ms", str(trigger_ms),
-                                  "--max-offsets-per-trigger", str(rate * trigger_ms // 1000),
-                                  "--shuffle-partitions", str(shuffle))
-        deadline = time.monotonic() + 240
+        rate, trigger_ms, batches = spec.rate, spec.trigger_ms, self.batches_for(spec)
+        process = self.aggregator(f"rate-{rate}-{spec.shuffle}-{trigger_ms}", topic, "--trigger-ms", str(trigger_ms),
+                                  "--max-offsets-per-trigger", str(spec.per_batch),
+                                  "--shuffle-partitions", str(spec.shuffle))
+        deadline = time.monotonic() + 60 + 3 * (args.warmup + batches) * trigger_ms / 1000
         try:
             while time.monotonic() < deadline:
                 done = [b for b in self.batches_of(process) if b.rows > 0]
-                if len(done) >= args.warmup + args.batches:
+                if len(done) >= args.warmup + batches:
                     break
                 if not process.alive:
                     raise RuntimeError(f"aggregator exited:\n{process.log_tail(40)}")
                 time.sleep(1)
         finally:
             process.stop(timeout=30)
-        verdict = judge(rate, self.batches_of(process), trigger_ms, args.warmup)
-        verdict = RateVerdict(verdict.rate, verdict.measured[: args.batches], trigger_ms, verdict.per_batch)
-        print(f"[rate] {rate:,}/s shuffle {shuffle} trigger {trigger_ms} ms: batches p50/p95/max "
+        verdict = judge(rate, self.batches_of(process), trigger_ms, args.warmup, spec.label)
+        verdict = RateVerdict(rate, verdict.measured[:batches], trigger_ms, verdict.per_batch, spec.label)
+        print(f"[rate] {rate:,}/s {spec.label}: rows {[b.rows for b in verdict.measured]}, batches p50/p95/max "
               f"{verdict.duration_ms(0.5):.0f}/{verdict.duration_ms(0.95):.0f}/{verdict.duration_ms(1):.0f} ms, "
               f"capacity {verdict.capacity:,.0f}/s, sustained {verdict.sustained}", file=sys.stderr, flush=True)
         return verdict
 
-    def check_exactly_once(self, topic: str, rate: int, shuffle: int, produced: list[str]) -> tuple[bool, str, float]:
-        """The whole backlog at ``rate``; the log must equal the oracle. Returns (ok, summary, seconds)."""
-        stream = f"full-{rate}"
+    def check_exactly_once(self, topic: str, spec: RunSpec, produced: list[str]) -> tuple[bool, str, float]:
+        """The whole backlog as ``spec`` reads it; the log must equal the oracle. Returns (ok, summary,
+        seconds)."""
+        stream = f"full-{spec.rate}"
         started = time.monotonic()
-        process = self.aggregator(stream, topic, "--trigger-ms", str(self.args.trigger_ms),
-                                  "--max-offsets-per-trigger", str(rate * self.args.trigger_ms // 1000),
-                                  "--shuffle-partitions", str(shuffle))
+        process = self.aggregator(stream, topic, "--trigger-ms", str(spec.trigger_ms),
+                                  "--max-offsets-per-trigger", str(spec.per_batch),
+                                  "--shuffle-partitions", str(spec.shuffle))
         expected = expected_results(produced, WINDOW_MS, DELAY_MS)
         reader = ReplayLogReader(redis.Redis.from_url(self.redis.url), stream)
         try:
@@ -135,7 +144,7 @@ class Bench:
                     raise RuntimeError(f"aggregator exited:\n{process.log_tail(40)}")
                 time.sleep(1)
             took = time.monotonic() - started
-            time.sleep(3 * self.args.trigger_ms / 1000)  # nothing more may come
+            time.sleep(3 * spec.trigger_ms / 1000)  # nothing more may come
         finally:
             process.stop(timeout=30)
         report = compare(expected, reader.read_after(0, 10 * len(expected) + 10))
@@ -160,11 +169,13 @@ class Bench:
             time.sleep(20)  # the driver and its JVM start
             producer = self.produce(topic, args.live_rate * args.live_seconds, args.live_rate, "--realtime",
                                     "--start-ms", str(int(time.time() * 1000)), "--heartbeat-ms", "1000",
-                                    "--idle-ms", str(WINDOW_MS + DELAY_MS + 5_000))
+                                    "--idle-seconds", str((WINDOW_MS + DELAY_MS) / 1000 + 5))
             producer_cpu = float("nan")
             while producer.alive:  # CPU sampled while it lives: /proc forgets a process once it exits
                 producer_cpu = process_cpu_seconds_or_nan(producer)
                 time.sleep(1)
+            if producer.returncode != 0:
+                raise RuntimeError(f"producer failed:\n{producer.log_tail(20)}")
             time.sleep(3)
         finally:
             client.stop()
@@ -194,23 +205,24 @@ def main(argv: Sequence[str] | None = None) -> int:
             topic = "backlog"
             bench.kafka.create_topic(topic, partitions=2)
             bench.kafka.create_topic(f"{topic}-dlq", partitions=1)
-            top = max(args.rates)
-            count = top * args.trigger_ms // 1000 * (args.warmup + args.batches + 2)
+            count = max(spec.per_batch * (args.warmup + bench.batches_for(spec) + 2) for spec in args.runs)
             t0 = time.monotonic()
-            # Event time at 20,000 events/s and 50 metrics: a replayed backlog closes windows as it goes.
-            producer = bench.produce(topic, count, BACKLOG_EVENT_RATE, "--metrics", str(BACKLOG_METRICS),
+            # Event time spread over BACKLOG_SPAN_S, 50 metrics: a replayed backlog closes windows as it goes.
+            producer = bench.produce(topic, count, max(count // BACKLOG_SPAN_S, 1), "--metrics", str(BACKLOG_METRICS),
                                      "--start-ms", str(int(time.time() * 1000) - 3_600_000))
             while producer.alive:
                 time.sleep(1)
+            if producer.returncode != 0:
+                raise RuntimeError(f"producer failed:\n{producer.log_tail(20)}")
             produce_s = time.monotonic() - t0
             print(f"[backlog] {count:,} events in {produce_s:.0f} s", file=sys.stderr, flush=True)
             produced = [json.loads(line)["value"] for line in (bench.workdir / f"{topic}.jsonl").open()]
-            default_shuffle = args.shuffle_partitions[0]
-            verdicts = [bench.run_rate(topic, rate, default_shuffle, args.trigger_ms) for rate in args.rates]
-            variants = [bench.run_rate(topic, top, shuffle, args.trigger_ms) for shuffle in args.shuffle_partitions[1:]]
+            verdicts = [bench.run_rate(topic, spec) for spec in args.runs]
             best = highest_sustained(verdicts)
-            check_rate = best.rate if best else min(args.rates)
-            ok, summary, took = bench.check_exactly_once(topic, check_rate, default_shuffle, produced)
+            check = next(spec for spec, v in zip(args.runs, verdicts, strict=True) if v is best) if best else min(
+                args.runs, key=lambda spec: spec.rate)
+            check_rate = check.rate
+            ok, summary, took = bench.check_exactly_once(topic, check, produced)
             print(f"[exactly once] {check_rate:,}/s: {summary}", file=sys.stderr, flush=True)
             rendered, producer_cpu = bench.latency()
             info = machine_info(redis.Redis.from_url(bench.redis.url))
@@ -223,7 +235,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                   revision=git_revision(REPO, ["services/aggregator", "bench"]),
                   command=shlex.join([".venv/bin/python", "bench/spark_throughput.py", *argv]),
                   load=(load_before, os.getloadavg()), count=count, produce_s=produce_s, verdicts=verdicts,
-                  variants=variants, best=best, check=(check_rate, ok, summary, took), rendered=rendered,
+                  best=best, check=(check, ok, summary, took), rendered=rendered,
                   producer_cpu=producer_cpu)
     emit_section(args.output, SECTION, text)
     return 0 if ok else 1

@@ -7,9 +7,11 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 
-from _spark_rates import Batch, Rendered, aggregate_batches, highest_sustained, judge
+from _spark_rates import Batch, Rendered, RunSpec, aggregate_batches, highest_sustained, judge
 
 
 def progress(name: str, batch: int, rows: int, duration: int) -> str:
@@ -54,3 +56,17 @@ def test_the_highest_sustained_rate_wins() -> None:
 def test_a_rendered_result_splits_into_close_to_commit_and_commit_to_render() -> None:
     result = Rendered(window_end_ms=10_000, commit_ms=16_500, received_ms=16_520)
     assert (result.close_to_commit_ms, result.commit_to_render_ms, result.close_to_render_ms) == (6_500, 20, 6_520)
+
+
+def test_a_run_spec_reads_rate_trigger_and_shuffle_partitions() -> None:
+    assert RunSpec.parse("50000@5000/4") == RunSpec(50_000, 5_000, 4)
+    assert RunSpec.parse(" 20000@1000") == RunSpec(20_000, 1_000, 2)
+    assert RunSpec.parse("20000@3000").per_batch == 60_000
+    for bad in ("0@1000", "1000@0", "1000@1000/0", "x@1"):
+        with pytest.raises(ValueError):
+            RunSpec.parse(bad)
+
+
+def test_a_batch_within_one_percent_of_its_quota_counts_as_full() -> None:
+    assert judge(1000, [Batch(0, 995, 500), Batch(1, 1003, 500)], 1000, warmup=0).full
+    assert not judge(1000, [Batch(0, 985, 500)], 1000, warmup=0).full
