@@ -4,8 +4,8 @@ and the window-close latency of one rendered result."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from _common import quantile  # bench/ is sys.path[0]
 
@@ -17,20 +17,45 @@ class Batch:
     batch_id: int
     rows: int
     duration_ms: int
+    phases: Mapping[str, int] = field(default_factory=dict)  # Spark's durationMs of the progress
+    collect_ms: float = 0.0  # the sink's collect(): the batch's plan run (Kafka read, parse, state)
+    sink_ms: float = 0.0  # the whole foreachBatch function: collect + the Redis commit
+
+    def phase_ms(self, name: str) -> float:
+        """A phase of Spark's progress; ``"redis"``: the sink's commit after its collect."""
+        if name == "redis":
+            return self.sink_ms - self.collect_ms
+        if name == "collect":
+            return self.collect_ms
+        return float(self.phases.get(name, 0))
+
+
+def _documents(log_lines: Iterable[str], event: str) -> Iterable[dict[str, object]]:
+    for line in log_lines:
+        if f'"{event}"' in line:
+            try:
+                doc = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(doc, dict) and doc.get("event") == event:
+                yield doc
 
 
 def aggregate_batches(log_lines: Iterable[str]) -> list[Batch]:
-    """The aggregate query's micro-batches from the aggregator's JSON log (``query progress`` lines)."""
+    """The aggregate query's micro-batches from the aggregator's JSON log: ``query progress`` lines, with
+    the sink's ``batch committed`` timings of the same batch id."""
+    lines = list(log_lines)
+    sink = {int(str(doc["batchId"])): (float(str(doc.get("collectMs", 0))), float(str(doc.get("commitMs", 0))))
+            for doc in _documents(lines, "sink_commit")}
     batches = []
-    for line in log_lines:
-        if '"query_progress"' not in line:
-            continue
-        try:
-            doc = json.loads(line)
-        except ValueError:
-            continue
-        if doc.get("event") == "query_progress" and doc.get("name") == AGGREGATE_QUERY:
-            batches.append(Batch(int(doc["batchId"]), int(doc["rowsIn"]), int(doc["durationMs"])))
+    for doc in _documents(lines, "query_progress"):
+        if doc.get("name") == AGGREGATE_QUERY:
+            batch_id = int(str(doc["batchId"]))
+            phases = doc.get("phasesMs")
+            collect_ms, sink_ms = sink.get(batch_id, (0.0, 0.0))
+            batches.append(Batch(batch_id, int(str(doc["rowsIn"])), int(str(doc["durationMs"])),
+                                 {str(k): int(v) for k, v in phases.items()} if isinstance(phases, dict) else {},
+                                 collect_ms, sink_ms))
     return batches
 
 
@@ -76,6 +101,9 @@ class RateVerdict:
 
     def duration_ms(self, q: float) -> float:
         return quantile(sorted(b.duration_ms for b in self.measured), q)
+
+    def phase_ms(self, name: str, q: float = 0.5) -> float:
+        return quantile(sorted(b.phase_ms(name) for b in self.measured), q)
 
     @property
     def sustained(self) -> bool:

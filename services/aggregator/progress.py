@@ -40,6 +40,9 @@ class ProgressReporter(StreamingQueryListener):
             "event": "query_progress", "name": progress.name, "batchId": progress.batchId,
             "rowsIn": progress.numInputRows, "durationMs": progress.batchDuration,
             "watermark": (progress.eventTime or {}).get("watermark"),
+            # Where the batch's time went: latestOffset, getBatch, queryPlanning, addBatch (the plan and
+            # the foreachBatch sink), walCommit, commitOffsets, triggerExecution.
+            "phasesMs": dict(progress.durationMs or {}),
         }
         behind = offsets_behind(progress)
         if behind is not None:

@@ -70,3 +70,13 @@ def test_a_run_spec_reads_rate_trigger_and_shuffle_partitions() -> None:
 def test_a_batch_within_one_percent_of_its_quota_counts_as_full() -> None:
     assert judge(1000, [Batch(0, 995, 500), Batch(1, 1003, 500)], 1000, warmup=0).full
     assert not judge(1000, [Batch(0, 985, 500)], 1000, warmup=0).full
+
+
+def test_a_batch_carries_sparks_phases_and_the_sinks_collect_and_commit() -> None:
+    sink = json.dumps({"event": "sink_commit", "batchId": 4, "collectMs": 700.5, "commitMs": 900.5})
+    line = json.dumps({"event": "query_progress", "name": "sparkwire-aggregate", "batchId": 4, "rowsIn": 10,
+                       "durationMs": 1000, "phasesMs": {"addBatch": 950, "walCommit": 20}})
+    (batch,) = aggregate_batches([sink, line])
+    assert batch.phase_ms("addBatch") == 950 and batch.phase_ms("queryPlanning") == 0
+    assert (batch.phase_ms("collect"), batch.phase_ms("redis")) == (700.5, 200.0)
+    assert judge(10_000, [batch], 1000, warmup=0).phase_ms("walCommit") == 20
