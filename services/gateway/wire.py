@@ -68,7 +68,7 @@ class Wire:
     def listen(self, listener: Listener | None) -> None:
         """Hand every later client message (and those not yet received) to ``listener`` as it arrives,
         instead of queueing it for ``receive()``; None goes back to queueing."""
-        self._protocol.queue.listen(listener)
+        self._protocol.listen(listener)
 
 
 def wire_of(scope: Scope) -> Wire | None:
@@ -160,6 +160,17 @@ class SparkwireWebSocketProtocol(WebSocketsSansIOProtocol):
         super().handle_connect(event)
         if self.response.status_code == 101:  # the application's task, created just now, starts later
             self.scope["extensions"] = {**(self.scope.get("extensions") or {}), WIRE_EXTENSION: Wire(self)}  # type: ignore[dict-item]
+
+    def listen(self, listener: Listener | None) -> None:
+        """See ``Wire.listen``. A message that arrived while nobody listened (a client's ping or ack
+        between its hello and the end of its snapshot) paused the socket's reading, as uvicorn does for
+        every queued message until ``receive()`` takes it; handing the queue to ``listener`` empties it,
+        so reading resumes here. Left paused, no later frame of the client was ever read: its pongs and
+        acks went unseen, and the pong timeout closed it with 4408 although it answered every ping."""
+        self.queue.listen(listener)
+        if listener is not None and self.read_paused and not self.transport.is_closing():
+            self.read_paused = False
+            self.transport.resume_reading()
 
     def send_receive_event_to_app(self) -> None:
         if self.queue.listener is None or self.close_sent:
