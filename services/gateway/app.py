@@ -62,7 +62,7 @@ class Gateway:
 
 async def _refuse(websocket: WebSocket, code: CloseCode, reason: str) -> None:
     await websocket.accept()  # accept first: a close code is only visible to a client on an open socket
-    if not code.resumable:
+    if code.error_frame_first:
         await websocket.send_text(encode_error(code, reason))
     await websocket.close(code=int(code), reason=close_reason(reason))
     metrics.CLOSES.labels(code=str(int(code))).inc()

@@ -44,6 +44,8 @@ log = logging.getLogger(__name__)
 # How long a close frame may wait behind data the client has not read yet (a slow consumer that wakes up
 # reads its backlog, then the close code) before the connection is dropped without it.
 CLOSE_TIMEOUT_S = 5.0
+# How long the ``error`` frame before a close the client caused may wait; the close is sent either way.
+ERROR_FRAME_TIMEOUT_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -93,7 +95,7 @@ class Timers:
 
 
 class Close(Exception):
-    """End the connection with ``code``; terminal codes get an ``error`` frame first."""
+    """End the connection with ``code``; a close the client caused gets an ``error`` frame first."""
 
     def __init__(self, code: CloseCode, reason: str) -> None:
         super().__init__(reason)
@@ -408,10 +410,11 @@ class Connection:
                             self.grant.subject if self.grant else "", refresh_ttl=refresh_ttl)
 
     async def _close(self, code: CloseCode, reason: str) -> None:
-        with contextlib.suppress(Exception):
-            if not code.resumable:
-                async with asyncio.timeout(1.0):
+        if code.error_frame_first:  # behind unread data (a slow or silent client) it may not go out in time
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(ERROR_FRAME_TIMEOUT_S):
                     await self.websocket.send_text(encode_error(code, reason))
+        with contextlib.suppress(Exception):
             async with asyncio.timeout(CLOSE_TIMEOUT_S):
                 await self.websocket.close(code=int(code), reason=close_reason(reason))
 

@@ -43,6 +43,10 @@ class CloseCode(IntEnum):
     def reason(self) -> str:
         return CLOSE_SPECS[self].reason
 
+    @property
+    def error_frame_first(self) -> bool:
+        return CLOSE_SPECS[self].error_frame_first
+
 
 @dataclass(frozen=True)
 class CloseSpec:
@@ -52,25 +56,29 @@ class CloseSpec:
     """Default close-frame reason (short, fits ``MAX_REASON_BYTES``)."""
     when: str
     """When the server (or, for NORMAL, either side) uses it; documentation only."""
+    error_frame_first: bool = False
+    """Whether the server sends an ``error`` frame with the full reason just before closing: for every
+    close the client caused (what it sent, did not send, or did not read), terminal or resumable, so it
+    can say why; not for closes the server or its dependencies caused, which the client cannot fix."""
 
 
 _SPECS = (
     CloseSpec(CloseCode.NORMAL, False, "normal closure", "either side ends the session on purpose"),
     CloseSpec(CloseCode.GOING_AWAY, True, "server going away", "the pod is draining or shutting down"),
-    CloseSpec(CloseCode.UNSUPPORTED_DATA, False, "binary frames not supported", "the client sent a binary frame"),
-    CloseSpec(CloseCode.POLICY_VIOLATION, False, "origin not allowed", "the Origin header is not allowed"),
-    CloseSpec(CloseCode.MESSAGE_TOO_BIG, False, "frame too big", "a client frame exceeds the client frame limit"),
+    CloseSpec(CloseCode.UNSUPPORTED_DATA, False, "binary frames not supported", "the client sent a binary frame", True),
+    CloseSpec(CloseCode.POLICY_VIOLATION, False, "origin not allowed", "the Origin header is not allowed", True),
+    CloseSpec(CloseCode.MESSAGE_TOO_BIG, False, "frame too big", "a client frame exceeds the client frame limit", True),
     CloseSpec(CloseCode.INTERNAL_ERROR, True, "internal error", "an unexpected server error, a gap it could not heal"),
-    CloseSpec(CloseCode.PROTOCOL_VIOLATION, False, "protocol violation", "a malformed or out-of-order client frame"),
-    CloseSpec(CloseCode.AUTH_FAILED, False, "authentication failed", "token missing, invalid or expired"),
-    CloseSpec(CloseCode.FORBIDDEN_STREAM, False, "stream forbidden", "the token does not grant this stream"),
-    CloseSpec(CloseCode.UNKNOWN_STREAM, False, "unknown stream", "stream name missing, invalid or not served"),
-    CloseSpec(CloseCode.TIMEOUT, True, "timeout", "no hello within the hello timeout, or no pong to a ping"),
+    CloseSpec(CloseCode.PROTOCOL_VIOLATION, False, "protocol violation", "a malformed or out-of-order client frame", True),
+    CloseSpec(CloseCode.AUTH_FAILED, False, "authentication failed", "token missing, invalid or badly signed", True),
+    CloseSpec(CloseCode.FORBIDDEN_STREAM, False, "stream forbidden", "the token does not grant this stream", True),
+    CloseSpec(CloseCode.UNKNOWN_STREAM, False, "unknown stream", "stream name missing, invalid or not served", True),
+    CloseSpec(CloseCode.TIMEOUT, True, "timeout", "no hello within the hello timeout, or no pong to a ping", True),
     CloseSpec(CloseCode.STREAM_RESET, True, "stream reset", "the stream's epoch changed while connected"),
     CloseSpec(CloseCode.TOKEN_EXPIRED, True, "token expired",
-              "the token expired, at the hello or while connected (resume with a fresh token)"),
-    CloseSpec(CloseCode.UNSUPPORTED_VERSION, False, "unsupported protocol version", "hello.v is not supported"),
-    CloseSpec(CloseCode.SLOW_CONSUMER, True, "slow consumer", "the client fell too far behind live"),
+              "the token expired, at the hello or while connected (resume with a fresh token)", True),
+    CloseSpec(CloseCode.UNSUPPORTED_VERSION, False, "unsupported protocol version", "hello.v is not supported", True),
+    CloseSpec(CloseCode.SLOW_CONSUMER, True, "slow consumer", "the client fell too far behind live", True),
     CloseSpec(CloseCode.REDIS_UNAVAILABLE, True, "redis unavailable", "the replay log cannot be read"),
 )
 CLOSE_SPECS: dict[CloseCode, CloseSpec] = {spec.code: spec for spec in _SPECS}

@@ -57,8 +57,10 @@ def test_missing_expired_forged_and_foreign_tokens_are_refused(secured: GatewayP
         assert got == code, f"{name}: {got} {texts}"
         assert json.loads(texts[-1])["code"] == code
     # Expired is resumable (4419, tests in test_token_expiry.py): a client with a fresh token goes on.
+    # Still the client's doing, so the error frame says why.
     expired = issue_token(SECRET, [unique_name], 60, now=now - 3600)
-    assert asyncio.run(closed_with(secured.ws(unique_name), [hello(expired)])) == (4419, [])
+    got, texts = asyncio.run(closed_with(secured.ws(unique_name), [hello(expired)]))
+    assert got == 4419 and [json.loads(text)["code"] for text in texts] == [4419], texts
 
 
 def test_a_valid_token_is_accepted(secured: GatewayProcess, unique_name: str) -> None:

@@ -8,7 +8,7 @@ read: its pongs and acks went unseen, and one pong timeout after it connected th
 4408 although it had answered every ping. A resuming client reaches the callback in one Redis round trip
 and was hardly ever hit; a fresh one spends the snapshot's read and send in that window. Here every
 client sends a ``ping`` as soon as its welcome arrives (the protocol allows it any time after the
-welcome), so it lands in that window: before the fix every one of them was closed with 4408.
+welcome), so it lands in that window: before the fix these clients were closed with 4408.
 """
 
 from __future__ import annotations
@@ -53,20 +53,23 @@ class FreshClient:
     entries: int = 0
     acks: list[int] = field(default_factory=list)
     pongs_sent: int = 0
+    errors: list[int] = field(default_factory=list)  # the codes of the error frames received
     close_code: int | None = None  # the server's, if it closed the connection first
     close_reason: str = ""
 
 
-async def run_fresh_client(url: str) -> FreshClient:
+async def run_fresh_client(url: str, *, silent: bool = False) -> FreshClient:
+    """A fresh client for ``CONNECTED_S``; a ``silent`` one reads but never sends a frame after its hello."""
     seen = FreshClient()
     async with connect(url, open_timeout=5, max_size=None) as ws:
         await ws.send(json.dumps({"type": "hello", "v": 1}))
         welcome = json.loads(await ws.recv())
         assert welcome["type"] == "welcome" and welcome["reset"] == "no_position", welcome
         seen.session = welcome["session"]
-        await ws.send(json.dumps({"type": "ping", "t": 1}))  # while the server reads and sends the snapshot
+        if not silent:
+            await ws.send(json.dumps({"type": "ping", "t": 1}))  # while the server reads and sends the snapshot
         try:
-            await _read_and_ack(ws, seen)
+            await _read_and_ack(ws, seen, silent)
         except ConnectionClosed as closed:
             seen.close_code = closed.rcvd.code if closed.rcvd else None
             seen.close_reason = closed.rcvd.reason if closed.rcvd else ""
@@ -75,7 +78,7 @@ async def run_fresh_client(url: str) -> FreshClient:
     return seen
 
 
-async def _read_and_ack(ws: ClientConnection, seen: FreshClient) -> None:
+async def _read_and_ack(ws: ClientConnection, seen: FreshClient, silent: bool) -> None:
     deadline = time.monotonic() + CONNECTED_S
     next_ack = time.monotonic() + ACK_INTERVAL_S
     while (now := time.monotonic()) < deadline:
@@ -91,10 +94,12 @@ async def _read_and_ack(ws: ClientConnection, seen: FreshClient) -> None:
                 seqs = [entry["seq"] for entry in frame["entries"]]
                 assert seen.last_seq is not None and seqs[0] == seen.last_seq + 1, (seen.last_seq, seqs)
                 seen.last_seq, seen.entries = seqs[-1], seen.entries + len(seqs)
-            elif frame["type"] == "ping":
+            elif frame["type"] == "error":
+                seen.errors.append(frame["code"])
+            elif frame["type"] == "ping" and not silent:
                 await ws.send(json.dumps({"type": "pong", "t": frame["t"]}))
                 seen.pongs_sent += 1
-        if time.monotonic() >= next_ack:
+        if time.monotonic() >= next_ack and not silent:
             await _ack(ws, seen)
             next_ack = time.monotonic() + ACK_INTERVAL_S
 
@@ -136,13 +141,17 @@ def test_fresh_clients_that_ping_and_ack_are_never_closed_and_their_acks_are_rec
         restarted.start()  # waits for /readyz
         urls = [gateway.ws(stream_with_state) for gateway in two_gateways for _ in range(CLIENTS_PER_GATEWAY)]
 
-        async def all_clients() -> list[FreshClient]:
-            return list(await asyncio.gather(*(run_fresh_client(url) for url in urls)))
+        async def all_clients() -> tuple[list[FreshClient], FreshClient]:
+            # One silent client beside them: the pong timeout does close a client that stops answering.
+            silent = asyncio.ensure_future(run_fresh_client(urls[-1], silent=True))
+            clients = list(await asyncio.gather(*(run_fresh_client(url) for url in urls)))
+            return clients, await silent
 
-        clients = asyncio.run(all_clients())
+        clients, silent = asyncio.run(all_clients())
     finally:
         committer.stop()
 
+    assert (silent.close_code, silent.errors) == (4408, [4408]), silent
     for index, client in enumerate(clients):
         on = "restarted" if index < CLIENTS_PER_GATEWAY else "steady"
         assert client.close_code is None, (

@@ -39,7 +39,8 @@ def token_expiring_in(stream: str, seconds: float) -> str:
 
 
 async def close_after_hello(url: str, token: str, timeout: float) -> tuple[list[str], int | None, float]:
-    """Frame types received, the close code and how long after the hello it came."""
+    """Frame types received (an error frame as ``error <code>``), the close code and how long after the
+    hello it came."""
     types: list[str] = []
     async with connect(url, open_timeout=5) as ws:
         started = time.monotonic()
@@ -47,7 +48,8 @@ async def close_after_hello(url: str, token: str, timeout: float) -> tuple[list[
         try:
             async with asyncio.timeout(timeout):
                 while True:
-                    types.append(json.loads(await ws.recv())["type"])
+                    frame = json.loads(await ws.recv())
+                    types.append(f"error {frame['code']}" if frame["type"] == "error" else frame["type"])
         except ConnectionClosed as closed:
             return types, (closed.rcvd.code if closed.rcvd else None), time.monotonic() - started
     return types, None, timeout
@@ -56,7 +58,8 @@ async def close_after_hello(url: str, token: str, timeout: float) -> tuple[list[
 def test_a_token_expiring_while_connected_closes_with_4419(secured: GatewayProcess, unique_name: str) -> None:
     types, code, after = asyncio.run(close_after_hello(secured.ws(unique_name), token_expiring_in(unique_name, 2),
                                                        timeout=10))
-    assert types[0] == "welcome" and "error" not in types  # resumable: no error frame
+    # Resumable, and the client's doing: the error frame says why, just before the close.
+    assert types[0] == "welcome" and types[-1] == "error 4419" and types.count("error 4419") == 1, types
     assert code == 4419
     assert 1.0 < after < 5.0
 
@@ -64,7 +67,7 @@ def test_a_token_expiring_while_connected_closes_with_4419(secured: GatewayProce
 def test_an_expired_token_at_the_hello_closes_with_4419(secured: GatewayProcess, unique_name: str) -> None:
     types, code, _ = asyncio.run(close_after_hello(secured.ws(unique_name), token_expiring_in(unique_name, -30),
                                                    timeout=5))
-    assert (types, code) == ([], 4419)
+    assert (types, code) == (["error 4419"], 4419)
 
 
 def test_a_client_with_a_refresh_hook_resumes_exactly_once(secured: GatewayProcess, unique_name: str,

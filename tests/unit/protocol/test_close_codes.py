@@ -57,6 +57,15 @@ def test_close_reason_is_cut_to_123_bytes_on_a_character_boundary() -> None:
 
 
 def test_the_documented_table_matches_the_code() -> None:
-    rows = re.findall(r"^\| (\d{4}) \| `([a-z_]+)` \| (yes|no) \|", PROTOCOL_DOC.read_text(), flags=re.MULTILINE)
-    documented = {int(code): (name, resumable == "yes") for code, name, resumable in rows}
-    assert documented == {int(code): (code.name.lower(), code.resumable) for code in CloseCode}
+    rows = re.findall(r"^\| (\d{4}) \| `([a-z_]+)` \| (yes|no) \| (yes|no) \|", PROTOCOL_DOC.read_text(),
+                      flags=re.MULTILINE)
+    documented = {int(code): (name, resumable == "yes", error == "yes") for code, name, resumable, error in rows}
+    assert documented == {int(code): (code.name.lower(), code.resumable, code.error_frame_first) for code in CloseCode}
+
+
+def test_closes_the_client_caused_get_an_error_frame_and_the_servers_own_do_not() -> None:
+    server_caused = {CloseCode.NORMAL, CloseCode.GOING_AWAY, CloseCode.INTERNAL_ERROR, CloseCode.STREAM_RESET,
+                     CloseCode.REDIS_UNAVAILABLE}
+    assert {code for code in CloseCode if not code.error_frame_first} == server_caused
+    # Every terminal close but NORMAL is the client's doing, so it always says why.
+    assert all(code.error_frame_first for code in CloseCode if not code.resumable and code is not CloseCode.NORMAL)
