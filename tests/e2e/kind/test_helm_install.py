@@ -126,6 +126,10 @@ async def read_through_notes(notes: NotesConnect, token: str | None) -> NotesRea
     async with asyncio.timeout(60):
         async with connect(notes.url, sock=notes.socket_to_ingress(), open_timeout=10, max_size=None) as ws:
             await ws.send(json.dumps({"type": "hello", "v": 1}))
+            # Refused, and told why first: the error frame (docs/protocol.md), then the close, both 4401.
+            error = await _frame(ws)
+            assert error.get("type") == "error" and error.get("code") == 4401, error
+            assert error.get("name") == "auth_failed" and "token" in str(error.get("reason")), error
             with pytest.raises(ConnectionClosed) as refused:
                 await _frame(ws)
             assert refused.value.rcvd is not None and refused.value.rcvd.code == 4401, refused.value
