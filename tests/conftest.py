@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Generator, Iterator
+from pathlib import Path
 from uuid import uuid4
 
 import pytest
 import redis as redis_lib
 
+from sparkwire.chaos.toxiproxy import Toxiproxy
 from sparkwire.stack import KafkaBroker, RedisServer
 
 # Servers started by this session, by the fixture name that started them (for failure reports).
@@ -51,6 +53,17 @@ def redis(redis_server: RedisServer) -> Iterator[redis_lib.Redis]:
         yield client
     finally:
         client.close()
+
+
+@pytest.fixture
+def toxiproxy(tmp_path: Path) -> Iterator[Toxiproxy]:
+    """A toxiproxy server of its own (``make setup`` builds it), for faults on real links."""
+    proxy = Toxiproxy(tmp_path / "toxiproxy")
+    proxy.start()
+    try:
+        yield proxy
+    finally:
+        proxy.stop()
 
 
 @pytest.fixture

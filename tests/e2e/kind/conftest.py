@@ -58,8 +58,8 @@ from sparkwire.replaylog import ReplayLogReader
 from sparkwire.replaylog.model import Entry, StreamMeta
 from sparkwire.verify import WindowResult, check_seqs, compare, expected_results
 
+from ..journal import ConnectionJournal, record, unexplained_resets
 from ..local.conftest import FaultLoop
-from .journal import ConnectionJournal, unexplained_resets
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
@@ -710,36 +710,20 @@ def producer_logs(kube: Kube, production: Production) -> str:
 
 @dataclass
 class Tracked:
-    """A StreamClient, the seq of every snapshot it applied (a fresh client starts from one) and the journal
-    of its connections (``journal.py``)."""
+    """A StreamClient and the journal of its connections (``tests/e2e/journal.py``)."""
 
     client: StreamClient
     journal: ConnectionJournal
-    snapshots: list[int] = field(default_factory=list)
+
+    @property
+    def snapshots(self) -> list[int]:
+        """The seq of every snapshot it applied (a fresh client starts from one)."""
+        return self.journal.snapshots
 
 
 def tracked_client(url: str, token: str | None) -> Tracked:
     client = StreamClient(url, token=token)
-    tracked = Tracked(client, ConnectionJournal(lambda: client.stats().closes))
-    session = client.session
-    handle, begin_connection = session.handle, session.begin_connection
-
-    def recording(text: str | bytes) -> Any:
-        reaction = handle(text)
-        tracked.journal.frame(text)
-        if isinstance(text, str) and '"snapshot"' in text[:64]:
-            frame = json.loads(text)
-            if frame.get("type") == "snapshot" and not frame.get("more"):
-                tracked.snapshots.append(int(frame["seq"]))
-        return reaction
-
-    def beginning() -> str:
-        tracked.journal.begin()
-        return begin_connection()
-
-    session.handle = recording  # type: ignore[method-assign]
-    session.begin_connection = beginning  # type: ignore[method-assign]
-    return tracked
+    return Tracked(client, record(client))
 
 
 def _caught_up(tracked: Tracked, seq: int) -> bool:

@@ -4,7 +4,6 @@ end connections; Kafka clients bootstrapped on the proxy never bypass it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,16 +14,6 @@ from confluent_kafka.admin import AdminClient
 from sparkwire.chaos.topology import ProxiedKafkaBroker
 from sparkwire.chaos.toxiproxy import Toxiproxy
 from sparkwire.stack import RedisServer, free_port
-
-
-@pytest.fixture
-def toxiproxy(tmp_path: Path) -> Iterator[Toxiproxy]:
-    proxy = Toxiproxy(tmp_path)
-    proxy.start()
-    try:
-        yield proxy
-    finally:
-        proxy.stop()
 
 
 def test_blackhole_reset_and_cut_between_a_client_and_redis(toxiproxy: Toxiproxy, redis_server: RedisServer) -> None:

@@ -4,6 +4,7 @@ commit script while tests run."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +14,8 @@ import redis as redis_lib
 from playwright.sync_api import Browser
 
 from sparkwire.client import StreamClient
-from sparkwire.replaylog import ReplayLogReader
+from sparkwire.replaylog import ReplayLogReader, ReplayLogWriter
+from sparkwire.replaylog.model import Record
 from sparkwire.stack import Committer, GatewayProcess, RedisServer, http_status
 
 from .browser import launch_chromium
@@ -28,6 +30,18 @@ def gateway(redis_server: RedisServer, unique_name: str, tmp_path: Path) -> Iter
     process = GatewayProcess(tmp_path, redis_server.url, [unique_name]).start()
     yield process
     process.process.stop()
+
+
+@pytest.fixture
+def stream_with_state(redis: redis_lib.Redis, unique_name: str) -> str:
+    """A stream whose state holds 3,000 keys (~450 KB): a fresh client's snapshot takes a while to read and
+    send, and is one frame of that size."""
+    writer = ReplayLogWriter(redis, unique_name, retention=100_000)
+    for batch in range(6):
+        writer.commit_batch("state", batch, [
+            Record(f"state-{batch}-{n}", f"key-{batch}-{n}", json.dumps({"n": n, "pad": "x" * 100}))
+            for n in range(500)])
+    return unique_name
 
 
 @pytest.fixture

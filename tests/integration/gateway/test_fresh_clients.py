@@ -26,8 +26,6 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
 from sparkwire.gateway.sessions import session_key
-from sparkwire.replaylog import ReplayLogWriter
-from sparkwire.replaylog.model import Record
 from sparkwire.stack import Committer, GatewayProcess, RedisServer
 
 from .conftest import wait_for
@@ -37,7 +35,6 @@ PONG_TIMEOUT_MS = 2000
 ACK_INTERVAL_S = 0.2
 # Three pong timeouts: a client whose frames go unread is closed within the first.
 CONNECTED_S = 3 * PONG_TIMEOUT_MS / 1000
-STATE_KEYS = 3000  # a snapshot of several frames: its read and send take a while
 CLIENTS_PER_GATEWAY = 4
 GATEWAY_ARGS = ("--ping-interval-ms", str(PING_INTERVAL_MS), "--pong-timeout-ms", str(PONG_TIMEOUT_MS),
                 "--ack-every", "5", "--ack-interval-ms", str(int(ACK_INTERVAL_S * 1000)))
@@ -108,17 +105,6 @@ async def _ack(ws: ClientConnection, seen: FreshClient) -> None:
     if seen.last_seq is not None and (not seen.acks or seen.acks[-1] != seen.last_seq):
         await ws.send(json.dumps({"type": "ack", "seq": seen.last_seq, "duplicates": 0, "gaps": 0}))
         seen.acks.append(seen.last_seq)
-
-
-@pytest.fixture
-def stream_with_state(redis: redis_lib.Redis, unique_name: str) -> str:
-    """A stream whose state holds ``STATE_KEYS`` keys, so a fresh client's snapshot is several frames."""
-    writer = ReplayLogWriter(redis, unique_name, retention=100_000)
-    for batch in range(STATE_KEYS // 500):
-        writer.commit_batch("state", batch, [
-            Record(f"state-{batch}-{n}", f"key-{batch}-{n}", json.dumps({"n": n, "pad": "x" * 100}))
-            for n in range(500)])
-    return unique_name
 
 
 @pytest.fixture

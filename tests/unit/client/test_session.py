@@ -236,3 +236,27 @@ def test_a_resume_from_the_sessions_ack_starts_at_the_first_entry_not_at_a_gap()
     assert reaction.gap is None and session.gaps == 0
     assert session.applied == [(41, "p41"), (42, "p42")]
     assert session.handle(entries(entry(44))).gap == Gap(expected=43, got=44)  # later holes still count
+
+
+def test_once_a_snapshot_is_whole_every_later_hello_carries_a_cursor_and_a_half_one_leaves_none() -> None:
+    """The client's half of why a second ``no_position`` means a snapshot cut before its last part (the
+    kind tests' journal): until one snapshot is whole the client has no position to send; from then on
+    every hello names one, whatever ended the connections in between."""
+    session = connected(recovered=False, reset="no_position")
+    parts = snapshot(7, {f"k{n}": (n % 7 + 1, f"p{n}") for n in range(200)}, max_frame_bytes=2048)
+    assert len(parts) > 2
+    for part in parts[:-1]:
+        session.handle(part)
+    hello = json.loads(session.begin_connection())  # cut before the last part
+    assert "cursor" not in hello and session.cursor is None
+    session.handle(welcome(recovered=False, reset="no_position"))
+    for part in parts:
+        session.handle(part)
+    for cut_after in range(4):  # connections that end early, on a gap, after entries
+        hello = json.loads(session.begin_connection())
+        assert hello["cursor"] == {"epoch": "e1", "seq": 7 + cut_after}, hello
+        session.handle(welcome())
+        session.handle(entries(entry(8 + cut_after)))
+        if cut_after == 2:
+            assert session.handle(entries(entry(20))).gap is not None
+    assert session.resets == {"no_position": 2}

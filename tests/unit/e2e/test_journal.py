@@ -1,11 +1,11 @@
-"""The kind tests' connection journal (tests/e2e/kind/journal.py): which no_position resets the protocol
+"""The kind tests' connection journal (tests/e2e/journal.py): which no_position resets the protocol
 explains (a connection that ended before its snapshot was whole) and which it does not (a lost cursor)."""
 
 from __future__ import annotations
 
 import json
 
-from ...e2e.kind.journal import ConnectionJournal, ConnectionRecord, unexplained_resets
+from ...e2e.journal import ConnectionJournal, ConnectionRecord, unexplained_resets
 
 
 def welcome(reset: str | None) -> str:

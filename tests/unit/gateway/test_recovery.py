@@ -252,3 +252,18 @@ def test_a_run_is_taken_whole_only_right_after_what_was_delivered() -> None:
     assert not merger.take_run(4, 3) and merger.delivered == 3  # not a run
     assert merger.take_run(4, 6) and merger.delivered == 6
     assert seqs(merger.offer([entry(6), entry(7)])) == [7]
+
+
+@given(st.text(max_size=8), st.integers(0, 200), st.one_of(st.none(), st.integers(0, 200)),
+       st.one_of(st.none(), st.text(max_size=8)), st.text(max_size=8), st.integers(1, 100), st.integers(0, 100))
+def test_a_hello_with_a_cursor_never_gets_no_position(
+    cursor_epoch: str, cursor_seq: int, session_seq: int | None, session_epoch: str | None, epoch: str,
+    first_seq: int, length: int,
+) -> None:
+    """``no_position`` means the client named no position at all: a client with a cursor may be sent a
+    snapshot (epoch changed, trimmed, ahead) but never one counted as position-less — which is why a second
+    ``no_position`` in the kind tests can only come from a connection before the client's first snapshot."""
+    plan = decide_start(Cursor(cursor_epoch, cursor_seq), session_seq,
+                        meta(epoch=epoch, first_seq=first_seq, last_seq=first_seq + length - 1),
+                        session_epoch=session_epoch)
+    assert plan.reset != "no_position" and plan.position_from == "cursor"

@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from sparkwire.client import StreamClient
+
 
 @dataclass
 class ConnectionRecord:
@@ -42,6 +44,11 @@ class ConnectionJournal:
     closes: Callable[[], dict[int, int]]
     records: list[ConnectionRecord] = field(default_factory=list)
     _closes_seen: Counter[int] = field(default_factory=Counter)
+
+    @property
+    def snapshots(self) -> list[int]:
+        """The seq of every snapshot applied, in order."""
+        return [r.applied_snapshot for r in self.records if r.applied_snapshot is not None]
 
     def begin(self) -> None:
         self.settle()
@@ -71,6 +78,27 @@ class ConnectionJournal:
             record.snapshot_parts += 1
             if not frame.get("more"):
                 record.applied_snapshot = int(frame["seq"])
+
+
+def record(client: StreamClient) -> ConnectionJournal:
+    """A journal of ``client``'s connections from now on: its session's ``begin_connection`` (each hello)
+    and ``handle`` (each frame) report to it first."""
+    journal = ConnectionJournal(lambda: client.stats().closes)
+    session = client.session
+    handle, begin_connection = session.handle, session.begin_connection
+
+    def handling(text: str | bytes) -> Any:
+        reaction = handle(text)
+        journal.frame(text)
+        return reaction
+
+    def beginning() -> str:
+        journal.begin()
+        return begin_connection()
+
+    session.handle = handling  # type: ignore[method-assign]
+    session.begin_connection = beginning  # type: ignore[method-assign]
+    return journal
 
 
 def unexplained_resets(records: list[ConnectionRecord]) -> list[str]:
