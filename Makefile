@@ -32,7 +32,7 @@ chaos: setup
 	$(VENV)/sparkwire chaos $(ARGS)
 
 # A kind cluster running sparkwire (infra/kind/README.md): on a machine with no image registry everything is
-# built here from package registries (~40 min cold, seconds warm). e2e-kind then runs the kind chaos,
+# built here from package registries (~18 min cold, ~90 s warm). e2e-kind then runs the kind chaos,
 # helm install and skaffold tests against it; a missing cluster fails them instead of skipping.
 kind-up: setup
 	bash infra/kind/kind-up.sh
