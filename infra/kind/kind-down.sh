@@ -4,5 +4,19 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 export PATH="${SPARKWIRE_CACHE:-$ROOT/.cache}/kind/bin:$PATH"
-command -v kind >/dev/null || { echo "kind is not installed: nothing to delete" >&2; exit 0; }
-kind delete cluster --name sparkwire
+if command -v kind >/dev/null; then
+  kind delete cluster --name sparkwire
+  exit 0
+fi
+# No kind binary in this checkout (a fresh clone on a machine where another checkout made the cluster):
+# a kind cluster is its node containers, labelled with its name; kind-up writes the kubeconfig again.
+if docker info >/dev/null 2>&1; then
+  nodes="$(docker ps -aq --filter label=io.x-k8s.kind.cluster=sparkwire)"
+  if [[ -n "$nodes" ]]; then
+    echo "Deleting the node containers of kind cluster sparkwire (no kind binary in this checkout)"
+    # shellcheck disable=SC2086  # one container id per word
+    docker rm -f $nodes >/dev/null
+    exit 0
+  fi
+fi
+echo "no kind cluster sparkwire: nothing to delete"

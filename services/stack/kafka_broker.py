@@ -30,9 +30,13 @@ def _java_executable() -> str:
     return found
 
 
-def _random_cluster_id() -> str:
-    """A Kafka cluster id: a random UUID in URL-safe base64 without padding (as ``random-uuid`` prints)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+def random_cluster_id() -> str:
+    """A Kafka cluster id: a random UUID in URL-safe base64 without padding, never starting with ``-``, as
+    Kafka's own ``Uuid.randomUuid`` (``kafka-storage random-uuid``) makes them: the storage tool would read
+    ``-t -AbC…`` as an option and fail (one broker start in 64 did, at random)."""
+    while (cluster_id := base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()).startswith("-"):
+        pass
+    return cluster_id
 
 
 class KafkaBroker:
@@ -110,7 +114,7 @@ class KafkaBroker:
             self._java, "-Xmx256m", "-cp", self._libs_classpath,
             f"-Dlog4j2.configurationFile={self._log4j}",
             "kafka.tools.StorageTool", "format",
-            "-t", _random_cluster_id(),
+            "-t", random_cluster_id(),
             "-c", str(self.properties_path),
             "--standalone",
         ]  # fmt: skip
