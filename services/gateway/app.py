@@ -1,4 +1,4 @@
-"""The Starlette application of one gateway pod: ``/ws`` plus snapshot, health, readiness and metrics."""
+"""The Starlette application of one gateway pod: ``/ws`` plus snapshot, history, health, readiness and metrics."""
 
 from __future__ import annotations
 
@@ -20,9 +20,9 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket
 
-from sparkwire.gateway import metrics
-from sparkwire.gateway.auth import AuthError, check_token
+from sparkwire.gateway import bearer, metrics
 from sparkwire.gateway.connection import Close, Connection, ConnectionSettings
+from sparkwire.gateway.history import history_endpoint
 from sparkwire.gateway.hub import StreamHub
 from sparkwire.gateway.sessions import SessionStore
 from sparkwire.gateway.tasks import cancel_and_wait
@@ -113,15 +113,10 @@ def create_app(gateway: Gateway) -> Starlette:
 
     async def snapshot(request: Request) -> Response:
         stream = request.query_params.get("stream", "")
-        if gateway.connection.auth_secret:
-            # The stream's whole current state: the same token as a hello, as a bearer header.
-            scheme, _, token = request.headers.get("authorization", "").partition(" ")
-            try:
-                check_token(token if scheme.lower() == "bearer" else None, gateway.connection.auth_secret, stream)
-            except AuthError as error:
-                if error.code == CloseCode.FORBIDDEN_STREAM:
-                    return JSONResponse({"error": error.reason}, status_code=403)
-                return JSONResponse({"error": error.reason}, status_code=401, headers={"WWW-Authenticate": "Bearer"})
+        # The stream's whole current state: the same token as a hello, as a bearer header.
+        refused = bearer.refusal(request, gateway.connection.auth_secret, stream)
+        if refused is not None:
+            return refused
         hub = gateway.hubs.get(stream)
         if hub is None:
             return JSONResponse({"error": f"stream {stream!r} is not served here"}, status_code=404)
@@ -170,6 +165,7 @@ def create_app(gateway: Gateway) -> Starlette:
         routes=[
             WebSocketRoute("/ws", websocket_endpoint),
             Route("/snapshot", snapshot),
+            Route("/history", history_endpoint(gateway.hubs, gateway.connection.auth_secret)),
             Route("/healthz", healthz),
             Route("/readyz", readyz),
             Route("/metrics", metrics_endpoint),

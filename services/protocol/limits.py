@@ -22,3 +22,5 @@ MAX_SEQ = (1 << 64) - 1
 MAX_COUNT = (1 << 63) - 1
 SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 MAX_EPOCH_CHARS = 64
+# GET /history: the last entries of the log a fresh page loads before going live (`last`, default and cap).
+DEFAULT_HISTORY_ENTRIES, MAX_HISTORY_ENTRIES = 2000, 10_000

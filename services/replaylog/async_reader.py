@@ -5,8 +5,16 @@ from __future__ import annotations
 import redis.asyncio as redis_async
 
 from sparkwire.replaylog.keys import StreamKeys
-from sparkwire.replaylog.model import Entry, Snapshot, StreamMeta
-from sparkwire.replaylog.reader import SNAPSHOT_META_FIELDS, parse_meta, parse_range, parse_snapshot, range_after
+from sparkwire.replaylog.model import Entry, History, Snapshot, StreamMeta
+from sparkwire.replaylog.reader import (
+    HISTORY_META_FIELDS,
+    SNAPSHOT_META_FIELDS,
+    parse_history,
+    parse_meta,
+    parse_range,
+    parse_snapshot,
+    range_after,
+)
 
 
 class AsyncReplayLogReader:
@@ -28,3 +36,16 @@ class AsyncReplayLogReader:
             pipe.hmget(self.keys.meta, SNAPSHOT_META_FIELDS)
             state_raw, (epoch, last_seq) = await pipe.execute()
         return parse_snapshot(state_raw, epoch, last_seq)
+
+    async def history(self, last: int) -> History:
+        """The last ``last`` entries and the state they end at, in one MULTI/EXEC (see
+        ReplayLogReader.history)."""
+        if last < 0:
+            raise ValueError(f"last must be at least 0, got {last}")
+        async with self.client.pipeline(transaction=True) as pipe:
+            if last:
+                pipe.xrevrange(self.keys.log, max="+", min="-", count=last)
+            pipe.hgetall(self.keys.state)
+            pipe.hmget(self.keys.meta, HISTORY_META_FIELDS)
+            replies = await pipe.execute()
+        return parse_history(replies[0] if last else [], replies[-2], replies[-1])

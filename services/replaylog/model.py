@@ -93,3 +93,17 @@ class Snapshot:
     epoch: str
     seq: int
     items: dict[str, StateItem]
+
+
+@dataclass(frozen=True)
+class History:
+    """The last entries of the log and the latest result per key, both as of ``seq`` (read in one
+    transaction): a reader that applies ``entries`` on top of nothing and takes ``items`` as its state
+    continues with the entries after ``seq``. ``entries`` are consecutive and end at ``seq`` (empty when
+    nothing was asked for or committed); ``first_seq`` is the oldest seq the log still held."""
+
+    epoch: str
+    seq: int
+    first_seq: int
+    entries: list[Entry]
+    items: dict[str, StateItem]

@@ -9,7 +9,7 @@ from typing import cast
 import redis
 
 from sparkwire.replaylog.keys import LogField, MetaField, StreamKeys
-from sparkwire.replaylog.model import Entry, Snapshot, StateItem, StreamMeta
+from sparkwire.replaylog.model import Entry, History, Snapshot, StateItem, StreamMeta
 
 _POSITION_FIELDS = frozenset(MetaField)
 
@@ -88,6 +88,25 @@ def parse_snapshot(state_raw: Mapping[bytes | str, bytes | str], epoch: bytes | 
     )
 
 
+HISTORY_META_FIELDS = [MetaField.EPOCH, MetaField.LAST_SEQ, MetaField.FIRST_SEQ]
+
+
+def parse_history(reversed_range: object, state_raw: Mapping[bytes | str, bytes | str],
+                  meta_values: list[bytes | str | None]) -> History:
+    """A history from ``XREVRANGE log + - COUNT n``, ``HGETALL state`` and ``HMGET meta epoch last_seq
+    first_seq`` read in one MULTI/EXEC (``ReplayLogReader.history``)."""
+    epoch, last_seq, first_seq = meta_values
+    entries = parse_range(reversed_range)
+    entries.reverse()
+    return History(
+        epoch=_text(epoch) if epoch is not None else "",
+        seq=int(last_seq) if last_seq is not None else 0,
+        first_seq=int(first_seq) if first_seq is not None else 1,
+        entries=entries,
+        items=parse_state(state_raw),
+    )
+
+
 class ReplayLogReader:
     def __init__(self, client: redis.Redis, stream: str, *, prefix: str | None = None) -> None:
         self.client = client
@@ -116,3 +135,17 @@ class ReplayLogReader:
         pipe.hmget(self.keys.meta, SNAPSHOT_META_FIELDS)
         state_raw, (epoch, last_seq) = pipe.execute()
         return parse_snapshot(state_raw, epoch, last_seq)
+
+    def history(self, last: int) -> History:
+        """The last ``last`` entries (fewer if the log holds fewer) and the state, with the meta, in one
+        MULTI/EXEC: the entries end exactly at the ``seq`` the state reflects (the commit script moves the
+        log, the state and ``last_seq`` in one call), so nothing is missing or repeated after them."""
+        if last < 0:
+            raise ValueError(f"last must be at least 0, got {last}")
+        pipe = self.client.pipeline(transaction=True)
+        if last:
+            pipe.xrevrange(self.keys.log, max="+", min="-", count=last)
+        pipe.hgetall(self.keys.state)
+        pipe.hmget(self.keys.meta, HISTORY_META_FIELDS)
+        replies = pipe.execute()
+        return parse_history(replies[0] if last else [], replies[-2], replies[-1])
