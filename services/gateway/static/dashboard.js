@@ -82,6 +82,39 @@ export class WindowHistory {
     return Object.fromEntries([...this.metrics.keys()].map((metric) => [metric, this.sorted(metric)]));
   }
 
+  /**
+   * Starts the charts from a `GET /history` document (`fetchHistory`): its entries, and the items (latest
+   * result per key) of keys with no entry among them, so every metric gets its card. Returns how many
+   * windows it drew. The client then starts after `doc.seq` (SparkwireClient.startAfter): each entry is
+   * drawn once, from the history or from the live feed, never both.
+   */
+  load(doc) {
+    this.reset(doc.epoch);
+    for (const entry of doc.entries) this.put(entry.processingId, entry.data);
+    const firstSeq = doc.entries.length ? doc.entries[0].seq : Infinity;
+    for (const item of Object.values(doc.items)) if (item.seq < firstSeq) this.put(item.processingId, item.data);
+    const loaded = this.added;
+    [this.added, this.replaced] = [0, 0];  // counts of this page's life, not of what it loaded
+    return loaded;
+  }
+
+  /**
+   * After a snapshot at {epoch, seq}, the windows before it that the page never drew, from a `GET /history`
+   * document: its entries up to `seq` in that epoch (the client delivers those after it). Returns the
+   * lowest seq it covered (Infinity if none): no window is missing when that is at most the page's
+   * position before the snapshot + 1.
+   */
+  backfill(doc, epoch, seq) {
+    if (doc.epoch !== epoch || this.epoch !== epoch) return Infinity;
+    let lowest = Infinity;
+    for (const entry of doc.entries) {
+      if (entry.seq > seq) break;
+      this.put(entry.processingId, entry.data);
+      lowest = Math.min(lowest, entry.seq);
+    }
+    return lowest;
+  }
+
   /** The saved form, stamped with the client position it was saved at (see pairedStorage). */
   save(cursor) {
     const metrics = {};
@@ -140,4 +173,25 @@ export function pairedStorage(base, historyKey, history, cursorOf) {
 /** The saved history under `key`, or null if there is none or it is unreadable. */
 export function readSaved(base, key) {
   try { return JSON.parse(base?.getItem(key) ?? "null"); } catch { return null; }
+}
+
+/**
+ * `GET /history?stream=…&last=…` (docs/protocol.md): the last `last` entries of the log (the gateway caps
+ * it) and the state they end at, read in one transaction. Resolves to {epoch, seq, firstSeq, entries, items};
+ * rejects on an HTTP error or a document that is not one.
+ */
+export async function fetchHistory(stream, last, token) {
+  const query = new URLSearchParams({ stream, last: String(last) });
+  const response = await fetch(`/history?${query}`, {
+    cache: "no-store", headers: token ? { Authorization: `Bearer ${token}` } : {} });
+  if (!response.ok) throw new Error(`GET /history: HTTP ${response.status}`);
+  const doc = await response.json();
+  const count = (v) => Number.isSafeInteger(v) && v >= 0;
+  const ok = doc !== null && typeof doc === "object" && typeof doc.epoch === "string" && count(doc.seq)
+    && Array.isArray(doc.entries) && doc.items !== null && typeof doc.items === "object"
+    && doc.entries.every((e, i) => e !== null && typeof e === "object" && typeof e.processingId === "string"
+      && count(e.seq) && e.seq > (i ? doc.entries[i - 1].seq : 0))  // in seq order…
+    && (doc.entries.length === 0 || doc.entries.at(-1).seq === doc.seq);  // …ending where the state is
+  if (!ok) throw new Error("GET /history: not a history document");
+  return doc;
 }

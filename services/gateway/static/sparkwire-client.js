@@ -12,6 +12,9 @@
  *   });
  *   client.start();  // later: client.stop() acks what was applied and closes normally
  *
+ * A page that loaded history first (GET /history: the last entries and the state they end at) starts
+ * after it instead, `client.startAfter({epoch, seq, items})`, and gets exactly the entries after `seq`.
+ *
  * Options: `url` (default `/ws` on the page's host), `token` (JWT; sent in the hello, never in the URL),
  * `initialDelayMs` 500 and `maxDelayMs` 30000 (attempt n waits uniformly in [0, min(max, initial * 2^n)]),
  * `dedupCapacity` 100000 (processingIds remembered), `storage` (default localStorage; null: none),
@@ -215,6 +218,37 @@ export class SparkwireClient {
       safely(this.options.onSnapshot, this.state, { epoch: this.epoch, seq: this.lastSeq, reason: "restored" });
     }
     this._connect();
+  }
+
+  /**
+   * Instead of start(): start after a position read elsewhere — typically `GET /history` (docs/protocol.md),
+   * whose entries the caller drew — rather than from a snapshot. `position` is {epoch, seq, items?}: the
+   * client takes it as if it had applied every entry up to `seq` of `epoch`, with `items` (key ->
+   * {seq, processingId, data}, the state as of `seq`) as its state, and its hello carries the cursor
+   * {epoch, seq}, so the gateway sends exactly the entries after `seq`; if the log no longer holds them
+   * (trimmed meanwhile, another epoch), the gateway answers with a snapshot (onSnapshot with its reason).
+   * Only for a client with no position of its own: a client that restored one from storage, or has
+   * applied anything, ignores `position` and starts from its own. Returns whether `position` was taken;
+   * throws a TypeError (starting nothing) for a malformed one.
+   */
+  startAfter(position) {
+    if (this.running) return false;
+    if (this.epoch !== null) { this.start(); return false; }
+    let items;
+    try {
+      const epoch = field(position, "position", "epoch", "string");
+      const seq = field(position, "position", "seq", "count");
+      const raw = position.items ?? {};
+      if (!isObject(raw)) bad("position.items must be an object");
+      items = Object.entries(raw).map(([key, item]) => [key, stateItem(item, "position item")]);
+      [this.epoch, this.lastSeq] = [epoch, seq];
+    } catch (error) {
+      if (error instanceof FrameError) throw new TypeError(error.message);
+      throw error;
+    }
+    this.state = new Map(items);
+    this.start();
+    return true;
   }
 
   /** Close normally after a last ack; no reconnect. */

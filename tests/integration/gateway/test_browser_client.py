@@ -30,7 +30,9 @@ from .conftest import Committer, GatewayProcess, wait_for
 
 
 def demo_url(base: str, stream: str) -> str:
-    return f"{base}/?stream={stream}&record=1&maxDelayMs=1000"
+    """The dashboard as a plain client: history=0 keeps a fresh page on the protocol's own start (a
+    no_position snapshot, then every entry); the history start is test_dashboard_history.py's."""
+    return f"{base}/?stream={stream}&record=1&maxDelayMs=1000&history=0"
 
 
 def wait_js(page: Page, predicate: str, arg: object = None) -> None:
