@@ -82,7 +82,7 @@ class Cell:
 
 
 def make_records(count: int, payload_bytes: int) -> list[Record]:
-    """Window results shaped like ``sparkwire.aggregator.sink.to_record`` makes them.
+    """Window results shaped like ``sparkwire.aggregator.job.window_record`` makes them.
 
     ``processingId`` is sha1("<windowEnd>-<metricName>") as in the aggregator; the key is the metric
     name, so the state hash holds ``METRICS`` keys that are overwritten again and again. A payload

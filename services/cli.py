@@ -31,14 +31,14 @@ def build_parser() -> argparse.ArgumentParser:
     job.add_arguments(aggregate)
     aggregate.set_defaults(run=job.run)
 
-    from sparkwire.aggregator import rebuild
+    from sparkwire.spark import rebuild
 
     rebuild_log = commands.add_parser(
-        "rebuild", help="recompute a lost replay log's results from Kafka and the aggregator's checkpoint",
+        "rebuild", help="recompute the metrics stream's lost replay log from Kafka and the aggregator's checkpoint",
         description=rebuild.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    rebuild.add_arguments(rebuild_log)
-    rebuild_log.set_defaults(run=rebuild.run)
+    job.add_rebuild_arguments(rebuild_log)
+    rebuild_log.set_defaults(run=job.run_rebuild)
 
     produce = commands.add_parser(
         "produce", help="write raw metric events to Kafka (idempotent producer)",

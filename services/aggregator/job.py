@@ -1,4 +1,5 @@
-"""``sparkwire aggregate``: the Spark Structured Streaming job, Kafka -> windows -> replay log.
+"""``sparkwire aggregate`` and ``sparkwire rebuild``: the built-in metrics job, Kafka -> windows -> replay log,
+delivered through ``sparkwire.spark`` like any user's query (plus its dead-letter query).
 
 Exits non-zero whenever a query stops on its own (a streaming job never finishes), so a supervisor
 (the Spark operator's restart policy, or a test) restarts it on the same checkpoint.
@@ -7,28 +8,17 @@ Exits non-zero whenever a query stops on its own (a streaming job never finishes
 from __future__ import annotations
 
 import argparse
-import logging
-import signal
-import threading
-from pathlib import Path
-from types import FrameType
+import functools
 from typing import Any
 
-import redis
-
 from sparkwire import logs
-from sparkwire.aggregator.faults import FaultInjector
-from sparkwire.aggregator.rebuild import HistoryRebuilder
-from sparkwire.aggregator.sink import ReplayLogSink
 from sparkwire.options import add_option, non_negative_int, positive_int
-from sparkwire.paths import cache_dir
-from sparkwire.replaylog import ReplayLogWriter
+from sparkwire.replaylog import Record
+from sparkwire.spark import Job, KafkaSource, SourceQuery, StreamSpec, Target, deliver_job
+from sparkwire.spark.main import rebuild, serve, session, stop_on_signals
+from sparkwire.spark.records import ResultEncoder
 
-log = logging.getLogger(__name__)
-
-
-class QueryFailed(RuntimeError):
-    pass
+AGGREGATE_QUERY = "sparkwire-aggregate"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -62,133 +52,87 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_option(parser, "--log-level", default="INFO", help="log level")
 
 
-def _connector_jars(directory: str) -> list[str]:
-    if directory:
-        jars = sorted(str(p) for p in Path(directory).glob("*.jar"))
-        if not jars:
-            raise SystemExit(f"no jars in --spark-jars directory {directory!r}; run `make setup`")
-        return jars
-    default = cache_dir() / "spark-jars"  # a source checkout's; images have the jars on the classpath
-    return sorted(str(p) for p in default.glob("*.jar"))  # empty: jars are on Spark's classpath
+def metrics_spec(stream: str) -> StreamSpec:
+    """How the metrics job's window results become entries: one card per metric, a window per entry."""
+    return StreamSpec(stream=stream, key="metricName", mode="append", id_column="processingId",
+                      event_time="windowEnd", window=("windowStart", "windowEnd"),
+                      value_fields=("avg", "min", "max", "count"), title="Metrics")
 
 
-def spark_session(args: argparse.Namespace, app_name: str = "sparkwire-aggregator") -> Any:
-    from pyspark.sql import SparkSession
+def window_record(row: dict[str, Any], stream: str = "metrics") -> Record:
+    """The record the metrics job commits for one window row (``pipeline.WINDOW_SCHEMA``); for tests and
+    benchmarks that write the log without Spark."""
+    from sparkwire.aggregator.pipeline import WINDOW_SCHEMA
 
-    builder = SparkSession.builder.appName(app_name)
-    if args.master:
-        builder = builder.master(args.master)
-    jars = _connector_jars(args.spark_jars)
-    if jars:
-        builder = builder.config("spark.jars", ",".join(jars))
-    spark = (
-        builder.config("spark.sql.shuffle.partitions", str(args.shuffle_partitions))
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.ui.showConsoleProgress", "false")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("WARN")
-    return spark
+    return ResultEncoder(metrics_spec(stream), WINDOW_SCHEMA).encode([row], revision=0).records[0]
 
 
-def start_queries(spark: Any, args: argparse.Namespace, sink: ReplayLogSink) -> list[Any]:
-    # pyspark is imported only here and in run(): `sparkwire gateway` and `produce` share this CLI and
-    # their image has no Spark.
+def metrics_job(args: argparse.Namespace) -> Job:
+    """The metrics stream as a :class:`~sparkwire.spark.Job`: this job is one user of ``sparkwire.spark``."""
+    from sparkwire.aggregator import pipeline
+
+    source = KafkaSource(args.bootstrap_servers, args.topic, starting_offsets=args.starting_offsets,
+                         max_offsets_per_trigger=args.max_offsets_per_trigger)
+    query = SourceQuery(source=source, events=pipeline.events, event_time=pipeline.EVENT_TIME,
+                        watermark_delay_ms=args.watermark_delay_ms,
+                        query=functools.partial(pipeline.window_results, window_ms=args.window_ms))
+    spec = metrics_spec(args.stream)
+    target = Target(redis_url=args.redis_url, checkpoint=f"{args.checkpoint.rstrip('/')}/aggregate",
+                    trigger_ms=args.trigger_ms, retention=args.retention, chunk_size=args.chunk_size,
+                    query_name=AGGREGATE_QUERY)
+    return Job(query, spec, target)
+
+
+def start_dead_letters(spark: Any, args: argparse.Namespace) -> Any:
+    """The records that are not events, as they came, to the dead-letter topic (a query of its own)."""
     from pyspark.sql import functions as F
 
     from sparkwire.aggregator import pipeline
-    from sparkwire.aggregator.progress import AGGREGATE_QUERY, DEADLETTER_OBSERVATION, DEADLETTER_QUERY
+    from sparkwire.spark.progress import DEADLETTER_OBSERVATION, DEADLETTER_QUERY
 
-    reader = (
-        spark.readStream.format("kafka")
-        .option("kafka.bootstrap.servers", args.bootstrap_servers)
-        .option("subscribe", args.topic)
-        .option("startingOffsets", args.starting_offsets)
-    )
-    if args.max_offsets_per_trigger:
-        reader = reader.option("maxOffsetsPerTrigger", str(args.max_offsets_per_trigger))
-    parsed = pipeline.parse(reader.load())
-    checkpoint = args.checkpoint.rstrip("/")
-    trigger = f"{args.trigger_ms} milliseconds"
-
-    results = pipeline.window_results(parsed, args.window_ms, args.watermark_delay_ms)
-    aggregate = (
-        results.writeStream.queryName(AGGREGATE_QUERY)
-        .outputMode("append")
-        .foreachBatch(sink)
-        .option("checkpointLocation", f"{checkpoint}/aggregate")
-        .trigger(processingTime=trigger)
-        .start()
-    )
-    sink.bind_query(str(aggregate.id))
-
-    dead_letters = pipeline.dead_letters(parsed).observe(
+    raw = KafkaSource(args.bootstrap_servers, args.topic, starting_offsets=args.starting_offsets,
+                      max_offsets_per_trigger=args.max_offsets_per_trigger).read_stream(spark)
+    dead_letters = pipeline.dead_letters(pipeline.parse(raw)).observe(
         DEADLETTER_OBSERVATION, F.count(F.lit(1)).alias("malformed")
     )
-    deadletter = (
+    return (
         dead_letters.writeStream.queryName(DEADLETTER_QUERY)
         .format("kafka")
         .option("kafka.bootstrap.servers", args.bootstrap_servers)
         .option("topic", args.dead_letter_topic)
-        .option("checkpointLocation", f"{checkpoint}/deadletter")
-        .trigger(processingTime=trigger)
+        .option("checkpointLocation", f"{args.checkpoint.rstrip('/')}/deadletter")
+        .trigger(processingTime=f"{args.trigger_ms} milliseconds")
         .start()
     )
-    return [aggregate, deadletter]
-
-
-def supervise(queries: list[Any], stop: threading.Event) -> None:
-    """Return when asked to stop; raise as soon as any query has stopped by itself."""
-    while not stop.wait(1.0):
-        for query in queries:
-            if not query.isActive:
-                raise QueryFailed(f"query {query.name} stopped: {query.exception()}")
 
 
 def run(args: argparse.Namespace) -> int:
-    from sparkwire.aggregator.progress import ProgressReporter
+    from sparkwire.spark.progress import ProgressReporter
 
     logs.configure(args.log_level)
     if args.metrics_port:
         from prometheus_client import start_http_server
 
         start_http_server(args.metrics_port)
-    stop = threading.Event()
-
-    def on_signal(signum: int, _frame: FrameType | None) -> None:
-        log.info("stopping on signal", extra={"fields": {"signal": signum}})
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-
-    writer = ReplayLogWriter(
-        redis.Redis.from_url(args.redis_url), args.stream, retention=args.retention, chunk_size=args.chunk_size
-    )
-    spark = spark_session(args)
+    stop = stop_on_signals()
+    spark = session(args, "sparkwire-aggregator")
     spark.streams.addListener(ProgressReporter())
-    rebuilder = HistoryRebuilder(args.bootstrap_servers, args.topic, args.checkpoint.rstrip("/"), args.window_ms,
-                                 args.watermark_delay_ms)
-    queries = start_queries(spark, args, ReplayLogSink(writer, FaultInjector.from_env(), rebuilder))
+    queries = [deliver_job(metrics_job(args), spark), start_dead_letters(spark, args)]
+    return serve(spark, queries, stop)
+
+
+def add_rebuild_arguments(parser: argparse.ArgumentParser) -> None:
+    add_arguments(parser)
+    add_option(parser, "--upto-batch", type=non_negative_int, default=0,
+               help="rebuild the results of the batches below this one; 0: every batch the checkpoint's "
+                    "commit log holds")
+
+
+def run_rebuild(args: argparse.Namespace) -> int:
+    """``sparkwire rebuild``: exit 0 when the whole history was rebuilt, 3 when part of it is past retention."""
+    logs.configure(args.log_level)
+    spark = session(args, "sparkwire-rebuild")
     try:
-        supervise(queries, stop)
-    except QueryFailed:
-        if stop.is_set():  # the JVM got the same signal and stopped the queries first
-            return 0
-        log.exception("streaming query failed")
-        return 1
+        return rebuild(metrics_job(args), spark, args.upto_batch or None)
     finally:
-        _shut_down(queries, spark)
-    return 0
-
-
-def _shut_down(queries: list[Any], spark: Any) -> None:
-    """Stop what is still running; the JVM may already be gone when the signal reached it too."""
-    from py4j.protocol import Py4JError
-
-    try:
-        for query in queries:
-            query.stop()
         spark.stop()
-    except (Py4JError, ConnectionError) as exc:
-        log.info("spark already stopped", extra={"fields": {"reason": str(exc)}})

@@ -1,6 +1,6 @@
-"""The streaming transformations: raw Kafka records -> valid events -> windowed results, and dead letters.
+"""The metrics query: raw Kafka records -> valid events -> windowed results, and dead letters.
 
-Only DataFrame building lives here; where the results go is ``sink.py``.
+Only DataFrame building lives here; ``job.py`` hands it to ``sparkwire.spark.deliver`` like any user's query.
 """
 
 from __future__ import annotations
@@ -8,6 +8,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
+
+from sparkwire.spark.source import drop_duplicates
 
 EVENT_SCHEMA = StructType([
     StructField("type", StringType()),
@@ -22,6 +24,19 @@ EVENT_SCHEMA = StructType([
 MAX_TIMESTAMP_MS = 253_402_300_799_999
 ERROR_HEADER = "sparkwire-error"
 HEARTBEAT = "heartbeat"
+EVENT_TIME = "eventTime"
+# The schema of window_results (a Spark test holds them together).
+WINDOW_SCHEMA = StructType([
+    StructField("processingId", StringType()),
+    StructField("metricName", StringType()),
+    StructField("windowStart", LongType()),
+    StructField("windowEnd", LongType()),
+    StructField("count", LongType(), nullable=False),
+    StructField("sum", DoubleType()),
+    StructField("min", DoubleType()),
+    StructField("max", DoubleType()),
+    StructField("avg", DoubleType()),
+])
 
 
 def _valid_time(event: Column) -> Column:
@@ -71,35 +86,36 @@ def dead_letters(parsed: DataFrame) -> DataFrame:
     return invalid.select(F.col("raw").alias("value"), headers.alias("headers"))
 
 
-def window_results(parsed: DataFrame, window_ms: int, watermark_delay_ms: int, *, streaming: bool = True) -> DataFrame:
-    """Valid events, deduplicated by eventId, aggregated per metric in tumbling event-time windows.
+def events(raw: DataFrame) -> DataFrame:
+    """Kafka rows -> the metrics query's events (``SourceQuery.events``): valid events and heartbeats, with
+    their Kafka position. A heartbeat has no metricName and a unique eventId (its Kafka position)."""
+    parsed = parse(raw)
+    kafka_position = F.concat_ws("/", F.lit(HEARTBEAT), F.col("partition"), F.col("offset"))
+    return parsed.where("valid OR heartbeat").select(
+        F.timestamp_millis(F.col("event.timestamp")).alias(EVENT_TIME),
+        F.when(F.col("valid"), F.col("event.metricName")).alias("metricName"),
+        F.when(F.col("valid"), F.col("event.value")).alias("value"),
+        F.when(F.col("valid"), F.col("event.eventId")).otherwise(kafka_position).alias("eventId"),
+        "partition",
+        "offset",
+    )
+
+
+def window_results(events: DataFrame, window_ms: int) -> DataFrame:
+    """Events (watermarked on ``eventTime`` by sparkwire), deduplicated by eventId, aggregated per metric in
+    tumbling event-time windows (``SourceQuery.query``).
 
     Append mode emits each window once, when the watermark passes its end; ``processingId`` is
     sha1("<windowEnd ms>-<metricName>"), the same on every run for the same window. Rows behind the
     watermark are dropped (and counted) by the first stateful operator, the dedup.
 
     Heartbeats go all the way through, so that they move the watermark (a filter that does not use the
-    event time would be pushed below ``withWatermark`` by the optimizer, and they would not): each has a
-    unique eventId (its Kafka position) and no metricName, so it falls into a window's null-metric group,
-    which the sink skips (``sink.is_heartbeat_window``).
-
-    ``streaming=False`` is for a batch DataFrame (the rebuild, which applies the late rule itself): Spark
-    refuses the dedup within the watermark there, so every repeat of an eventId is dropped.
+    event time would be pushed below ``withWatermark`` by the optimizer, and they would not): each falls
+    into a window's null-metric group, a row with a null key, which the sink does not deliver.
     """
-    kafka_position = F.concat_ws("/", F.lit(HEARTBEAT), F.col("partition"), F.col("offset"))
-    events = parsed.where("valid OR heartbeat").select(
-        F.timestamp_millis(F.col("event.timestamp")).alias("eventTime"),
-        F.when(F.col("valid"), F.col("event.metricName")).alias("metricName"),
-        F.when(F.col("valid"), F.col("event.value")).alias("value"),
-        F.when(F.col("valid"), F.col("event.eventId")).otherwise(kafka_position).alias("eventId"),
-    )
-    deduplicated = (
-        events.withWatermark("eventTime", f"{watermark_delay_ms} milliseconds")
-        .dropDuplicatesWithinWatermark(["eventId"])
-        if streaming else events.dropDuplicates(["eventId"])
-    )
+    deduplicated: DataFrame = drop_duplicates(events, ["eventId"])
     windows = deduplicated.groupBy(
-        F.window("eventTime", f"{window_ms} milliseconds"), F.col("metricName")
+        F.window(EVENT_TIME, f"{window_ms} milliseconds"), F.col("metricName")
     ).agg(
         F.count(F.lit(1)).alias("count"),
         F.sum("value").alias("sum"),
@@ -119,4 +135,3 @@ def window_results(parsed: DataFrame, window_ms: int, watermark_delay_ms: int, *
         "max",
         "avg",
     )
-

@@ -25,6 +25,7 @@ from sparkwire.gateway.connection import Close, Connection, ConnectionSettings
 from sparkwire.gateway.history import history_endpoint
 from sparkwire.gateway.hub import StreamHub
 from sparkwire.gateway.sessions import SessionStore
+from sparkwire.gateway.streams import descriptor_endpoint, streams_endpoint
 from sparkwire.gateway.tasks import cancel_and_wait
 from sparkwire.gateway.wire import wire_of
 from sparkwire.protocol.close_codes import CloseCode, close_reason
@@ -166,6 +167,8 @@ def create_app(gateway: Gateway) -> Starlette:
             WebSocketRoute("/ws", websocket_endpoint),
             Route("/snapshot", snapshot),
             Route("/history", history_endpoint(gateway.hubs, gateway.connection.auth_secret)),
+            Route("/streams", streams_endpoint(gateway.hubs, gateway.connection.auth_secret)),
+            Route("/descriptor", descriptor_endpoint(gateway.hubs, gateway.connection.auth_secret)),
             Route("/healthz", healthz),
             Route("/readyz", readyz),
             Route("/metrics", metrics_endpoint),

@@ -49,3 +49,8 @@ class AsyncReplayLogReader:
             pipe.hmget(self.keys.meta, HISTORY_META_FIELDS)
             replies = await pipe.execute()
         return parse_history(replies[0] if last else [], replies[-2], replies[-1])
+
+    async def descriptor(self) -> str | None:
+        """The stream's descriptor (JSON text) as its writer stored it; None when it wrote none."""
+        raw = await self.client.get(self.keys.descriptor)
+        return None if raw is None else (raw.decode() if isinstance(raw, bytes) else str(raw))

@@ -78,6 +78,11 @@ class StreamKeys:
         """Chunks of a batch not visible yet; written and read only by the commit script."""
         return f"{self.tag}:staging"
 
+    @property
+    def descriptor(self) -> str:
+        """The stream's descriptor (JSON, written by the ``sparkwire.spark`` sink): what its entries hold."""
+        return f"{self.tag}:descriptor"
+
     def all(self) -> tuple[str, str, str, str]:
         """The keys in the order the commit script takes them (KEYS[1..4])."""
         return (self.log, self.meta, self.state, self.ids)

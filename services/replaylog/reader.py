@@ -115,6 +115,11 @@ class ReplayLogReader:
     def meta(self) -> StreamMeta:
         return parse_meta(self.client.hgetall(self.keys.meta))
 
+    def descriptor(self) -> str | None:
+        """The stream's descriptor (JSON text) as its writer stored it; None when it wrote none."""
+        raw = self.client.get(self.keys.descriptor)
+        return None if raw is None else (raw.decode() if isinstance(raw, bytes) else str(raw))
+
     def read_after(self, seq: int, count: int = 1000) -> list[Entry]:
         """Up to ``count`` entries with a seq greater than ``seq``, in order."""
         return parse_range(self.client.xrange(self.keys.log, min=range_after(seq), max="+", count=count))

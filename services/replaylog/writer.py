@@ -35,18 +35,21 @@ class EpochFenced(RuntimeError):
         self.found = found
 
 
-def plan_chunks(records: Sequence[Record], chunk_size: int) -> list[list[Record]]:
+def plan_chunks(records: Sequence[Record], chunk_size: int, *, ordered: bool = False) -> list[list[Record]]:
     """Split a batch into chunks that are the same every time the same batch is committed.
 
     Spark re-runs a batch on the same input after a crash, but not necessarily with its rows in the
     same order; sorting by processingId makes chunk i hold the same records on every run, so a chunk
     marker means the same thing before and after the crash. An empty batch is one empty chunk: its
     marker still moves, so the meta hash always names the last batch Spark handed over.
+
+    ``ordered``: the caller already put the records in an order that is the same on every run (the
+    ``sparkwire.spark`` sink sorts by event time, so a key's newest result gets its highest seq); it is kept.
     """
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
-    ordered = sorted(records, key=lambda r: r.processing_id)
-    chunks = [ordered[i : i + chunk_size] for i in range(0, len(ordered), chunk_size)]
+    in_order = list(records) if ordered else sorted(records, key=lambda r: r.processing_id)
+    chunks = [in_order[i : i + chunk_size] for i in range(0, len(in_order), chunk_size)]
     return chunks or [[]]
 
 
@@ -92,12 +95,13 @@ class ReplayLogWriter:
         *,
         between_chunks: Callable[[int, ChunkResult], None] | None = None,
         fence: str = "",
+        ordered: bool = False,
     ) -> BatchCommit:
         """Commit ``records`` as batch ``batch_id``: readers see all of it, once, when its last chunk is
         committed. ``between_chunks(i, result)`` runs after each chunk but the last (a seam for fault
         injection). With a ``fence`` (an epoch), :class:`EpochFenced` is raised, nothing written by that
-        chunk, unless the stream still has that epoch."""
-        chunks = plan_chunks(records, self.chunk_size)
+        chunk, unless the stream still has that epoch. ``ordered``: see :func:`plan_chunks`."""
+        chunks = plan_chunks(records, self.chunk_size, ordered=ordered)
         for _attempt in range(_RESTAGE_ATTEMPTS):
             results: list[ChunkResult] = []
             for index, chunk in enumerate(chunks):
@@ -118,6 +122,11 @@ class ReplayLogWriter:
         """The stream's epoch ('' for none) and the query id of its last published batch ('' for none)."""
         epoch, query = self.client.hmget(self.keys.meta, ["epoch", "query_id"])
         return (_decode(epoch) if epoch is not None else "", _decode(query) if query is not None else "")
+
+    def put_descriptor(self, document: str) -> None:
+        """Store the stream's descriptor (JSON). Not part of a batch: it describes every batch alike, and the
+        sink writes it again whenever the log is found lost."""
+        self.client.set(self.keys.descriptor, document)
 
     def mark_rebuild(self, lost_before_ms: int | None, lost_records: int) -> str:
         """Open a rebuild of a lost log (``lua/mark_rebuild.lua``): create the epoch if the stream has none,

@@ -163,8 +163,8 @@ def _exposed_metric_names() -> set[str]:
     _bucket/_sum/_count), from the collectors the code defines."""
     from prometheus_client.metrics import MetricWrapperBase
 
-    from sparkwire.aggregator import metrics as aggregator_metrics
     from sparkwire.gateway import metrics as gateway_metrics
+    from sparkwire.spark import metrics as aggregator_metrics
 
     suffixes = {"counter": ("_total", "_created"), "gauge": ("",),
                 "histogram": ("_bucket", "_sum", "_count", "_created")}

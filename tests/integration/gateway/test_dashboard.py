@@ -12,7 +12,7 @@ import pytest
 import redis as redis_lib
 from playwright.sync_api import Browser, Page
 
-from sparkwire.aggregator.sink import to_record
+from sparkwire.aggregator.job import window_record
 from sparkwire.replaylog import Record, ReplayLogReader
 from sparkwire.stack import Committer, GatewayProcess
 from sparkwire.verify.expected import WindowResult, expected_results
@@ -80,10 +80,10 @@ class WindowCommitter(Committer):
 
     def _record(self, n: int) -> Record:
         result = self.results[n]
-        return to_record({"processingId": result.processing_id, "metricName": result.metric,
-                          "windowStart": result.window_start, "windowEnd": result.window_end,
-                          "count": result.count, "sum": result.total, "min": result.minimum,
-                          "max": result.maximum, "avg": result.average})
+        return window_record({"processingId": result.processing_id, "metricName": result.metric,
+                              "windowStart": result.window_start, "windowEnd": result.window_end,
+                              "count": result.count, "sum": result.total, "min": result.minimum,
+                              "max": result.maximum, "avg": result.average})
 
 
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from sparkwire.aggregator.progress import offsets_behind
+from sparkwire.spark.progress import offsets_behind
 
 
 def progress(*source_metrics: dict[str, str] | None) -> SimpleNamespace:

@@ -7,11 +7,10 @@ from typing import Any
 
 from pyspark.sql.streaming.listener import StreamingQueryListener
 
-from sparkwire.aggregator import metrics
+from sparkwire.spark import metrics
 
 log = logging.getLogger(__name__)
 
-AGGREGATE_QUERY = "sparkwire-aggregate"
 DEADLETTER_QUERY = "sparkwire-deadletter"
 DEADLETTER_OBSERVATION = "deadletter"
 
@@ -48,7 +47,12 @@ class ProgressReporter(StreamingQueryListener):
         if behind is not None:
             metrics.KAFKA_OFFSETS_BEHIND.labels(query=progress.name or "").set(behind)
             fields["kafkaOffsetsBehind"] = behind
-        if progress.name == AGGREGATE_QUERY:
+        if progress.name == DEADLETTER_QUERY:
+            observed = (progress.observedMetrics or {}).get(DEADLETTER_OBSERVATION)
+            malformed = int(observed["malformed"]) if observed is not None else 0
+            metrics.MALFORMED_RECORDS.inc(malformed)
+            fields["malformed"] = malformed
+        else:  # a delivered query
             metrics.INPUT_ROWS.inc(progress.numInputRows)
             dropped_late = sum(op.numRowsDroppedByWatermark for op in progress.stateOperators)
             duplicates = sum(
@@ -58,11 +62,6 @@ class ProgressReporter(StreamingQueryListener):
             metrics.DUPLICATE_EVENTS.inc(duplicates)
             fields.update(lateRowsDropped=dropped_late, duplicateEventsDropped=duplicates,
                           stateRows=sum(op.numRowsTotal for op in progress.stateOperators))
-        elif progress.name == DEADLETTER_QUERY:
-            observed = (progress.observedMetrics or {}).get(DEADLETTER_OBSERVATION)
-            malformed = int(observed["malformed"]) if observed is not None else 0
-            metrics.MALFORMED_RECORDS.inc(malformed)
-            fields["malformed"] = malformed
         log.info("query progress", extra={"fields": fields})
 
     def onQueryIdle(self, event: Any) -> None:

@@ -1,7 +1,7 @@
 """What Spark's checkpoint of the aggregation query says about its past batches: the Kafka range each
 batch read and the watermark it ran with. The rebuild of a lost log recomputes from exactly that.
 
-Spark 4.0's files, as the tests' real checkpoints hold them (``<checkpoint>/aggregate/``):
+Spark 4.0's files, as the tests' real checkpoints hold them (the query's ``checkpointLocation``):
 
 * ``metadata``: ``{"id":"<query id>"}``;
 * ``offsets/<batchId>``: lines ``v1``, ``{"batchWatermarkMs":…,"batchTimestampMs":…,"conf":{…}}``, then
@@ -19,8 +19,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-
-AGGREGATE_DIR = "aggregate"  # job.py: f"{checkpoint}/aggregate"
 
 
 class CheckpointError(RuntimeError):
@@ -80,13 +78,13 @@ def _batch_ids(directory: Path) -> list[int]:
 
 
 def read_history(checkpoint: str | Path, topic: str) -> QueryHistory:
-    """The aggregation query's batches from ``<checkpoint>/aggregate`` (the directory ``--checkpoint``
-    names): every batch of the offsets log whose start is known, the one running included.
+    """The query's batches from its checkpoint directory: every batch of the offsets log whose start is
+    known, the one running included.
 
     Spark keeps only the last ``spark.sql.streaming.minBatchesToRetain`` (100) offsets files; when older
     ones are purged, the first one left gives only where its successor starts, so the history begins a
     batch later (what came before is treated like input past Kafka's retention)."""
-    root = Path(checkpoint) / AGGREGATE_DIR
+    root = Path(checkpoint)
     metadata = root / "metadata"
     if not metadata.is_file():
         raise CheckpointError(f"{root}: no streaming query checkpoint (no metadata file)")
@@ -105,7 +103,7 @@ def read_history(checkpoint: str | Path, topic: str) -> QueryHistory:
         path = root / "offsets" / str(batch_id)
         header, *sources = _lines(path)
         if len(sources) != 1:
-            raise CheckpointError(f"{path}: {len(sources)} sources, the aggregation query has one")
+            raise CheckpointError(f"{path}: {len(sources)} sources; sparkwire rebuilds queries of one Kafka source")
         end = _partition_offsets(json.loads(sources[0]), topic, path)
         watermark = int(json.loads(header).get("batchWatermarkMs", 0))
         watermarks[batch_id] = watermark
@@ -116,8 +114,3 @@ def read_history(checkpoint: str | Path, topic: str) -> QueryHistory:
     commits = _batch_ids(root / "commits")
     return QueryHistory(query, topic, batches, commits[-1] if commits else -1, watermarks)
 
-
-def query_id(checkpoint: str | Path) -> str | None:
-    """The aggregation query's id, or None before its first start."""
-    metadata = Path(checkpoint) / AGGREGATE_DIR / "metadata"
-    return str(json.loads(metadata.read_text())["id"]) if metadata.is_file() else None

@@ -1,5 +1,6 @@
 """The sink's order when the log is lost: the history before the batch is rebuilt first, then the batch
-is committed fenced on the rebuilt epoch; an epoch this query already wrote to is adopted, not rebuilt."""
+is committed fenced on the rebuilt epoch; an epoch this query already wrote to is adopted, not rebuilt;
+without a rebuilder the loss is marked in a new epoch, never silent; the descriptor is written again."""
 
 from __future__ import annotations
 
@@ -7,10 +8,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sparkwire.aggregator.faults import FaultInjector
-from sparkwire.aggregator.sink import ReplayLogSink
+import pytest
+from pyspark.sql.types import StringType, StructField, StructType
+
 from sparkwire.replaylog import BatchCommit, ChunkResult, Record
 from sparkwire.replaylog.writer import EpochFenced
+from sparkwire.spark.faults import FaultInjector
+from sparkwire.spark.records import ResultEncoder
+from sparkwire.spark.sink import ReplayLogSink
+from sparkwire.spark.stream import StreamSpec
 
 
 @dataclass
@@ -21,13 +27,25 @@ class FakeWriter:
     query: str = ""
     calls: list[tuple[str, int, str]] = field(default_factory=list)
     created: int = 0
+    descriptors: list[str] = field(default_factory=list)
+    lost_marks: list[int | None] = field(default_factory=list)
+
+    def put_descriptor(self, document: str) -> None:
+        self.descriptors.append(document)
+
+    def mark_rebuild(self, lost_before_ms: int | None, lost_records: int) -> str:
+        self.lost_marks.append(lost_before_ms)
+        if not self.epoch:
+            self.created += 1
+            self.epoch = f"e{self.created}"
+        return self.epoch
 
     def stream_epoch(self) -> tuple[str, str]:
         return self.epoch, self.query
 
     def commit_batch(self, query_id: str, batch_id: int, records: Sequence[Record], *,
                      between_chunks: Callable[[int, ChunkResult], None] | None = None,
-                     fence: str = "") -> BatchCommit:
+                     fence: str = "", ordered: bool = False) -> BatchCommit:
         if fence and fence != self.epoch:
             raise EpochFenced(fence, self.epoch)
         if not self.epoch:
@@ -56,16 +74,22 @@ class FakeRebuilder:
         return Rebuilt(writer.epoch)
 
 
+SCHEMA = StructType([StructField("processingId", StringType()), StructField("k", StringType())])
+ENCODER = ResultEncoder(StreamSpec(stream="s", key="k", id_column="processingId"), SCHEMA)
+
+
 class Batch:
     sparkSession = object()
+    schema = SCHEMA
 
     def collect(self) -> list[Any]:
         return []
 
 
-def make_sink(writer: FakeWriter) -> tuple[ReplayLogSink, FakeRebuilder]:
+def make_sink(writer: FakeWriter, *, rebuild: bool = True) -> tuple[ReplayLogSink, FakeRebuilder]:
     rebuilder = FakeRebuilder()
-    sink = ReplayLogSink(writer, FaultInjector(None), rebuilder)  # type: ignore[arg-type]
+    sink = ReplayLogSink(writer, ENCODER, FaultInjector(None), rebuilder if rebuild else None,  # type: ignore[arg-type]
+                         descriptor='{"stream":"s"}', rebuild_unavailable="given as a DataFrame")
     sink.bind_query("q")
     return sink, rebuilder
 
@@ -104,3 +128,17 @@ def test_an_epoch_this_query_already_wrote_to_is_adopted() -> None:
     writer.epoch, writer.query = "e9", "rebuild:q"  # an operator's sparkwire rebuild ran meanwhile
     sink(Batch(), 1)
     assert rebuilder.calls == [] and writer.calls[-1] == ("q", 1, "e9")
+
+
+def test_a_log_lost_without_a_rebuilder_is_marked_lost_in_a_new_epoch_and_the_descriptor_written_again(
+        caplog: pytest.LogCaptureFixture) -> None:
+    writer = FakeWriter()
+    sink, _ = make_sink(writer, rebuild=False)
+    sink(Batch(), 0)
+    assert writer.descriptors == ['{"stream":"s"}'] and writer.lost_marks == []
+    writer.epoch, writer.query = "", ""  # FLUSHALL
+    sink(Batch(), 1)
+    assert len(writer.lost_marks) == 1 and writer.lost_marks[0] is not None  # history_lost before now
+    assert writer.calls[-1] == ("q", 1, "e2")
+    assert writer.descriptors == ['{"stream":"s"}'] * 2
+    assert "cannot be rebuilt: given as a DataFrame" in caplog.text

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sparkwire.aggregator.checkpoint import BatchInput, QueryHistory
+from sparkwire.spark.checkpoint import BatchInput, QueryHistory
 
 
 @dataclass(frozen=True)

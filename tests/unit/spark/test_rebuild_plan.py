@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from sparkwire.aggregator.checkpoint import CheckpointError, read_history
-from sparkwire.aggregator.rebuild_plan import plan_rebuild
+from sparkwire.spark.checkpoint import CheckpointError, read_history
+from sparkwire.spark.rebuild_plan import plan_rebuild
 
 TOPIC = "t611008a783-raw"
 CONF = {"spark.sql.shuffle.partitions": "2", "spark.sql.streaming.multipleWatermarkPolicy": "min"}
@@ -33,7 +33,7 @@ def write_checkpoint(root: Path, batches: list[tuple[int, int, int]], first: int
         source = json.dumps({TOPIC: {"0": end0, "1": end1}})
         (query / "offsets" / str(batch_id)).write_text(f"v1\n{header}\n{source}")
         (query / "commits" / str(batch_id)).write_text('v1\n{"nextBatchWatermarkMs":0}')
-    return root
+    return query
 
 
 def test_the_offsets_log_gives_each_batch_its_range_and_both_watermarks(tmp_path: Path) -> None:

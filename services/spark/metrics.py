@@ -30,6 +30,9 @@ COMMIT_SECONDS = Histogram(
     "sparkwire_sink_commit_seconds", "Time to commit one micro-batch to the replay log",
     buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0),
 )
+ROWS_SKIPPED = Counter(
+    "sparkwire_sink_rows_skipped", "Result rows not delivered because their key or id is null (e.g. heartbeat windows)"
+)
 LAST_SEQ = Gauge("sparkwire_sink_last_seq", "Last seq committed to the replay log")
 REBUILDS = Counter(
     "sparkwire_aggregator_rebuilds", "Rebuilds of a lost replay log from Kafka, by outcome (complete, partial)",

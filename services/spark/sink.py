@@ -1,17 +1,22 @@
-"""The ``foreachBatch`` sink: one micro-batch -> one exactly-once commit into the replay log."""
+"""The ``foreachBatch`` sink: one micro-batch -> one exactly-once commit into the replay log.
+
+Users who start the query themselves pass a :class:`ReplayLogSink` to ``foreachBatch`` and call
+:meth:`ReplayLogSink.bind_query` with the query's id (``sparkwire.spark.sink_for`` builds one).
+"""
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
 from typing import Any, Protocol
 
-from sparkwire.aggregator import metrics
-from sparkwire.aggregator.faults import FaultInjector
 from sparkwire.replaylog import BatchCommit, ChunkResult, Record, ReplayLogWriter
 from sparkwire.replaylog.writer import EpochFenced
+from sparkwire.spark import metrics
+from sparkwire.spark.encoding import prepare
+from sparkwire.spark.faults import FaultInjector
+from sparkwire.spark.records import ResultEncoder
 
 log = logging.getLogger(__name__)
 
@@ -31,24 +36,6 @@ class Rebuilder(Protocol):
 
     def __call__(self, spark: Any, writer: ReplayLogWriter, upto: int | None = None) -> Rebuilt: ...
 
-PAYLOAD_FIELDS = ("metricName", "windowStart", "windowEnd", "count", "sum", "min", "max", "avg")
-
-
-def is_heartbeat_window(row: dict[str, Any]) -> bool:
-    """The row of a window's heartbeats, which belong to no metric (``pipeline.window_results``)."""
-    return row["metricName"] is None
-
-
-def to_record(row: dict[str, Any]) -> Record:
-    payload = {name: row[name] for name in PAYLOAD_FIELDS}
-    payload["processingId"] = row["processingId"]
-    return Record(
-        processing_id=row["processingId"],
-        key=row["metricName"],
-        payload=json.dumps(payload, separators=(",", ":"), sort_keys=True),
-    )
-
-
 class ReplayLogSink:
     """Called by Spark with each micro-batch of window results and its ``batchId``.
 
@@ -56,10 +43,15 @@ class ReplayLogSink:
     first batch waits for :meth:`bind_query` (a moment after ``start()`` returns).
     """
 
-    def __init__(self, writer: ReplayLogWriter, faults: FaultInjector, rebuilder: Rebuilder | None = None) -> None:
+    def __init__(self, writer: ReplayLogWriter, encoder: ResultEncoder, faults: FaultInjector,
+                 rebuilder: Rebuilder | None = None, descriptor: str = "", rebuild_unavailable: str = "") -> None:
         self.writer = writer
+        self.encoder = encoder
         self.faults = faults
         self.rebuilder = rebuilder
+        self.descriptor = descriptor
+        # Why a lost log cannot be rebuilt, when ``rebuilder`` is None (said whenever it happens).
+        self.rebuild_unavailable = rebuild_unavailable or "no rebuilder was given"
         self._query_id: str | None = None
         self._bound = threading.Event()
         # The epoch this driver last wrote to or found, which every commit is fenced on; None until its
@@ -75,10 +67,15 @@ class ReplayLogSink:
             raise RuntimeError("the streaming query id was never bound to the sink")
         assert self._query_id is not None
         started = time.perf_counter()
-        rows = [row.asDict() for row in batch.collect()]  # runs the batch's plan: Kafka, parse, state
+        rows = prepare(batch).collect()  # runs the batch's plan: Kafka, parse, state
         collected = time.perf_counter()
-        records = [to_record(row) for row in rows if not is_heartbeat_window(row)]
+        encoded = self.encoder.encode(rows, revision=batch_id)
+        records = encoded.records
+        if encoded.skipped:
+            metrics.ROWS_SKIPPED.inc(encoded.skipped)
         self.faults.reached("before-commit", batch_id)
+        if self.descriptor and self._epoch is None:
+            self.writer.put_descriptor(self.descriptor)
         result = self._commit(batch, batch_id, records)
         self.faults.reached("after-commit", batch_id)
         self._report(result, len(records), time.perf_counter() - started, collected - started)
@@ -93,7 +90,7 @@ class ReplayLogSink:
                 self._epoch = self._first_epoch(batch, batch_id)
             try:
                 result = self.writer.commit_batch(
-                    self._query_id, batch_id, records, fence=self._epoch,
+                    self._query_id, batch_id, records, fence=self._epoch, ordered=True,
                     between_chunks=lambda _i, _r: self._between_chunks(batch_id),
                 )
             except EpochFenced as fenced:
@@ -124,9 +121,19 @@ class ReplayLogSink:
         return self._rebuild(batch, batch_id)
 
     def _rebuild(self, batch: Any, batch_id: int) -> str:
+        """The history before ``batch_id`` recommitted into a new epoch; or, when it cannot be rebuilt, a new
+        epoch that says so (``history_lost`` in the meta hash, an error log, a counter): never silence."""
         if self.rebuilder is None:
-            raise RuntimeError(f"batch {batch_id}: the replay log was lost and this sink has no rebuilder")
-        return self.rebuilder(batch.sparkSession, self.writer, batch_id).epoch
+            metrics.REBUILD_UNAVAILABLE.inc()
+            log.error("replay log lost and cannot be rebuilt: %s; the results of batches before %s are gone",
+                      self.rebuild_unavailable, batch_id, extra={"fields": {
+                          "event": "rebuild_unavailable", "batchId": batch_id, "reason": self.rebuild_unavailable}})
+            epoch = self.writer.mark_rebuild(int(time.time() * 1000), 0)
+        else:
+            epoch = self.rebuilder(batch.sparkSession, self.writer, batch_id).epoch
+        if self.descriptor:
+            self.writer.put_descriptor(self.descriptor)
+        return epoch
 
     def _between_chunks(self, batch_id: int) -> None:
         self.faults.reached("mid-batch", batch_id)
@@ -151,4 +158,4 @@ class ReplayLogSink:
         )
 
 
-__all__ = ["ChunkResult", "ReplayLogSink", "to_record"]
+__all__ = ["ChunkResult", "Record", "ReplayLogSink"]

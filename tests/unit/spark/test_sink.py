@@ -5,17 +5,17 @@ import signal
 
 import pytest
 
-from sparkwire.aggregator.faults import Fault, FaultInjector
-from sparkwire.aggregator.sink import to_record
+from sparkwire.aggregator.job import window_record
+from sparkwire.spark.faults import Fault, FaultInjector
 
 
 def test_a_window_row_becomes_a_record_keyed_by_metric_with_a_stable_payload() -> None:
     row = {"processingId": "abc", "metricName": "cpu", "windowStart": 0, "windowEnd": 1000, "count": 2,
            "sum": 3.0, "min": 1.0, "max": 2.0, "avg": 1.5}
-    record = to_record(row)
+    record = window_record(row)
     assert (record.processing_id, record.key) == ("abc", "cpu")
     assert json.loads(record.payload) == row
-    assert to_record(dict(reversed(list(row.items())))).payload == record.payload
+    assert window_record(dict(reversed(list(row.items())))).payload == record.payload
 
 
 @pytest.mark.parametrize("text", ["after-commit", "nowhere@3", "mid-batch@x", "@1"])

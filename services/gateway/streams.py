@@ -1,0 +1,46 @@
+"""``GET /streams`` and ``GET /descriptor?stream=<S>``: which streams a gateway serves and how each is drawn
+(the descriptor its ``sparkwire.spark`` writer stored; docs/protocol.md, "GET /descriptor")."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+
+from redis.exceptions import RedisError
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from sparkwire.gateway import bearer, metrics
+from sparkwire.gateway.hub import StreamHub
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+def streams_endpoint(hubs: Mapping[str, StreamHub], auth_secret: str) -> Endpoint:
+    async def streams(request: Request) -> Response:
+        """The served streams; with auth on, those the bearer token grants (none without a token)."""
+        names = [name for name in sorted(hubs) if bearer.refusal(request, auth_secret, name) is None]
+        return JSONResponse({"streams": names})
+
+    return streams
+
+
+def descriptor_endpoint(hubs: Mapping[str, StreamHub], auth_secret: str) -> Endpoint:
+    async def descriptor(request: Request) -> Response:
+        stream = request.query_params.get("stream", "")
+        refused = bearer.refusal(request, auth_secret, stream)
+        if refused is not None:
+            return refused
+        hub = hubs.get(stream)
+        if hub is None:
+            return JSONResponse({"error": f"stream {stream!r} is not served here"}, status_code=404)
+        try:
+            document = await hub.log.descriptor()
+        except RedisError:
+            metrics.REDIS_ERRORS.labels(operation="descriptor").inc()
+            return JSONResponse({"error": "redis unavailable"}, status_code=503)
+        if document is None:
+            return JSONResponse({"error": f"stream {stream!r} has no descriptor (its writer stored none yet)"},
+                                status_code=404)
+        return Response(document, media_type="application/json")
+
+    return descriptor

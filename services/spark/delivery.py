@@ -1,0 +1,141 @@
+"""``deliver``: any streaming DataFrame into a stream of the replay log, exactly once.
+
+Everything that can make the delivery wrong is checked before the query starts (``checks.py``,
+``encoding.check_encodable``, ``StreamSpec``), so a refused query never wrote anything. The sink then
+commits each micro-batch atomically with its batch id (``sink.py``), and writes the stream's descriptor.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis
+
+from sparkwire.replaylog import ReplayLogWriter
+from sparkwire.replaylog.writer import DEFAULT_CHUNK_SIZE, DEFAULT_RETENTION
+from sparkwire.spark.checks import check_deliverable
+from sparkwire.spark.faults import FaultInjector
+from sparkwire.spark.rebuild import HistoryRebuilder
+from sparkwire.spark.records import ResultEncoder
+from sparkwire.spark.sink import ReplayLogSink
+from sparkwire.spark.source import SourceQuery
+from sparkwire.spark.stream import StreamSpec
+from sparkwire.spark.types import OutputMode
+
+AVAILABLE = "available"
+_DATAFRAME_ONLY = ("the query was given as a DataFrame; give a SourceQuery (source, events, query) so that sparkwire "
+                   "can run it again over Kafka")
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a stream goes and how it is committed."""
+
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    checkpoint: str = ".run/checkpoints/stream"
+    """The query's Spark checkpoint (``checkpointLocation``): offsets, state, commit log."""
+    trigger_ms: int = 1_000
+    retention: int = DEFAULT_RETENTION
+    chunk_size: int = DEFAULT_CHUNK_SIZE
+    query_name: str | None = None
+
+
+@dataclass(frozen=True)
+class Job:
+    """A rebuildable delivery: what ``sparkwire.spark.main`` runs (``run``) and rebuilds (``rebuild``)."""
+
+    query: SourceQuery
+    spec: StreamSpec
+    target: Target = field(default_factory=Target)
+
+
+def _spec(stream: str, key: str | Sequence[str], mode: OutputMode, id_column: str | None, id_from: Sequence[str],
+          event_time: str | None, window: tuple[str, str] | None, value_fields: Sequence[str] | None, title: str,
+          units: Mapping[str, str] | None) -> StreamSpec:
+    return StreamSpec(stream=stream, key=key, mode=mode, id_column=id_column, id_from=tuple(id_from),
+                      event_time=event_time, window=window, value_fields=value_fields, title=title,
+                      units=dict(units or {}))
+
+
+def prepare_sink(query: SourceQuery | Any, spec: StreamSpec, target: Target, *, spark: Any = None,
+                 faults: FaultInjector | None = None) -> tuple[Any, ReplayLogSink]:
+    """The checked result DataFrame and its sink: everything :func:`deliver` does but start the query."""
+    if isinstance(query, SourceQuery):
+        if spark is None:
+            raise ValueError("a SourceQuery needs the SparkSession (spark=...)")
+        frame = query.stream(spark)
+        reason = query.rebuild_unavailable(spark)
+    else:
+        frame, reason = query, _DATAFRAME_ONLY
+    check_deliverable(frame, spec)
+    encoder = ResultEncoder(spec, frame.schema)
+    if reason is None and spec.window is None:
+        reason = "the result's window columns are not named (window=(start column, end column))"
+    rebuilder = HistoryRebuilder(query, encoder, target.checkpoint) if reason is None else None
+    descriptor = json.dumps(spec.descriptor(frame.schema, reason or AVAILABLE), separators=(",", ":"))
+    writer = ReplayLogWriter(redis.Redis.from_url(target.redis_url), spec.stream, retention=target.retention,
+                             chunk_size=target.chunk_size)
+    sink = ReplayLogSink(writer, encoder, faults or FaultInjector.from_env(), rebuilder, descriptor, reason or "")
+    return frame, sink
+
+
+def start(frame: Any, sink: ReplayLogSink, spec: StreamSpec, target: Target) -> Any:
+    """Start the checked query into its sink; returns Spark's ``StreamingQuery``."""
+    writer = frame.writeStream
+    if target.query_name:
+        writer = writer.queryName(target.query_name)
+    started = (
+        writer.outputMode(spec.mode)
+        .foreachBatch(sink)
+        .option("checkpointLocation", target.checkpoint)
+        .trigger(processingTime=f"{target.trigger_ms} milliseconds")
+        .start()
+    )
+    sink.bind_query(str(started.id))
+    return started
+
+
+def deliver(
+    query: SourceQuery | Any,
+    *,
+    stream: str,
+    key: str | Sequence[str],
+    mode: OutputMode = "append",
+    id_column: str | None = None,
+    id_from: Sequence[str] = (),
+    event_time: str | None = None,
+    window: tuple[str, str] | None = None,
+    value_fields: Sequence[str] | None = None,
+    title: str = "",
+    units: Mapping[str, str] | None = None,
+    target: Target | None = None,
+    spark: Any = None,
+) -> Any:
+    """Deliver ``query`` exactly once into ``stream``; returns the started ``StreamingQuery``.
+
+    ``query`` is a :class:`SourceQuery` (rebuildable: ``spark`` needed) or a streaming DataFrame (a lost log
+    is then reported, not rebuilt). The other arguments are :class:`StreamSpec`'s and :class:`Target`'s.
+    Raises :class:`~sparkwire.spark.stream.DeliveryError` or
+    :class:`~sparkwire.spark.encoding.UnencodableSchema` before anything starts.
+    """
+    spec = _spec(stream, key, mode, id_column, id_from, event_time, window, value_fields, title, units)
+    target = target or Target()
+    frame, sink = prepare_sink(query, spec, target, spark=spark)
+    return start(frame, sink, spec, target)
+
+
+def deliver_job(job: Job, spark: Any, faults: FaultInjector | None = None) -> Any:
+    """Deliver a :class:`Job` (``sparkwire.spark.main``'s ``run``)."""
+    frame, sink = prepare_sink(job.query, job.spec, job.target, spark=spark, faults=faults)
+    return start(frame, sink, job.spec, job.target)
+
+
+def foreach_batch(frame: Any, spec: StreamSpec, target: Target | None = None) -> ReplayLogSink:
+    """The ``foreachBatch`` function for a query started by its user: check ``frame``, then
+    ``q = frame.writeStream.outputMode(spec.mode).foreachBatch(sink)...start()`` and ``sink.bind_query(str(q.id))``.
+    """
+    _frame, sink = prepare_sink(frame, spec, target or Target())
+    return sink

@@ -1,0 +1,147 @@
+"""Running a delivery as a process: ``main(job)`` gives a user's job file the commands ``run`` and ``rebuild``
+(``python orders_job.py run``), and :func:`serve` keeps started queries running until a signal.
+
+A streaming job never finishes: ``run`` exits non-zero whenever a query stops by itself, so a supervisor
+(the Spark operator's restart policy, or a test) restarts it on the same checkpoint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from types import FrameType
+from typing import Any
+
+import redis
+
+from sparkwire import logs
+from sparkwire.options import add_option, non_negative_int, positive_int
+from sparkwire.replaylog import ReplayLogWriter
+from sparkwire.spark.delivery import Job, deliver_job
+from sparkwire.spark.records import ResultEncoder
+from sparkwire.spark.session import spark_session
+
+log = logging.getLogger(__name__)
+
+
+class QueryFailed(RuntimeError):
+    pass
+
+
+def add_runtime_arguments(parser: argparse.ArgumentParser, log_level: str = "INFO") -> None:
+    add_option(parser, "--master", default="local[2]",
+               help="Spark master; empty to leave it to spark-submit (as under the Spark operator)")
+    add_option(parser, "--spark-jars", default="",
+               help="directory of the Kafka connector jars; empty: .cache/spark-jars when present")
+    add_option(parser, "--shuffle-partitions", type=positive_int, default=2,
+               help="spark.sql.shuffle.partitions (Spark's 200 is slow for small state)")
+    add_option(parser, "--log-level", default=log_level, help="log level")
+
+
+def session(args: argparse.Namespace, app_name: str) -> Any:
+    return spark_session(app_name, master=args.master, jars_dir=args.spark_jars,
+                         shuffle_partitions=args.shuffle_partitions)
+
+
+def supervise(queries: Sequence[Any], stop: threading.Event) -> None:
+    """Return when asked to stop; raise as soon as any query has stopped by itself."""
+    while not stop.wait(1.0):
+        for query in queries:
+            if not query.isActive:
+                raise QueryFailed(f"query {query.name} stopped: {query.exception()}")
+
+
+def serve(spark: Any, queries: Sequence[Any], stop: threading.Event) -> int:
+    """Keep ``queries`` running until ``stop`` is set (0) or one of them fails (1); then stop them all."""
+    try:
+        supervise(queries, stop)
+    except QueryFailed:
+        if stop.is_set():  # the JVM got the same signal and stopped the queries first
+            return 0
+        log.exception("streaming query failed")
+        return 1
+    finally:
+        _shut_down(queries, spark)
+    return 0
+
+
+def stop_on_signals() -> threading.Event:
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        log.info("stopping on signal", extra={"fields": {"signal": signum}})
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    return stop
+
+
+def _shut_down(queries: Sequence[Any], spark: Any) -> None:
+    """Stop what is still running; the JVM may already be gone when the signal reached it too."""
+    from py4j.protocol import Py4JError
+
+    try:
+        for query in queries:
+            query.stop()
+        spark.stop()
+    except (Py4JError, ConnectionError) as exc:
+        log.info("spark already stopped", extra={"fields": {"reason": str(exc)}})
+
+
+def rebuild(job: Job, spark: Any, upto: int | None, command: str = "sparkwire rebuild") -> int:
+    """Rebuild ``job``'s stream from Kafka and print the report. Exit 0 when the whole history was rebuilt,
+    3 when part of it is past retention, 2 when the job cannot be rebuilt."""
+    from sparkwire.spark.rebuild import HistoryRebuilder
+
+    reason = job.query.rebuild_unavailable(spark)
+    if reason is None and job.spec.window is None:
+        reason = "the result's window columns are not named (StreamSpec.window)"
+    if reason is not None:
+        print(f"{command}: ERROR stream {job.spec.stream} cannot be rebuilt: {reason}", file=sys.stderr)
+        return 2
+    target = job.target
+    writer = ReplayLogWriter(redis.Redis.from_url(target.redis_url), job.spec.stream, retention=target.retention,
+                             chunk_size=target.chunk_size)
+    encoder = ResultEncoder(job.spec, job.query.stream(spark).schema)
+    report = HistoryRebuilder(job.query, encoder, target.checkpoint)(spark, writer, upto)
+    for line in report.lines():
+        print(f"{command}: {line}", file=sys.stdout if not line.startswith("ERROR") else sys.stderr)
+    return 0 if report.plan.complete else 3
+
+
+def main(job: Job, argv: Sequence[str] | None = None) -> int:
+    """The command line of a job file: ``run`` (deliver until stopped) or ``rebuild`` (a lost log, the job
+    stopped). Returns the exit status."""
+    parser = argparse.ArgumentParser(description=f"deliver stream {job.spec.stream!r} exactly once")
+    commands = parser.add_subparsers(dest="command", required=True)
+    run_parser = commands.add_parser("run", help="run the streaming query into the replay log")
+    add_runtime_arguments(run_parser)
+    add_option(run_parser, "--metrics-port", type=non_negative_int, default=0,
+               help="port of the Prometheus endpoint, 0 for none")
+    rebuild_parser = commands.add_parser("rebuild", help="recompute a lost replay log from Kafka and the checkpoint")
+    add_runtime_arguments(rebuild_parser, log_level="WARNING")
+    add_option(rebuild_parser, "--upto-batch", type=non_negative_int, default=0,
+               help="rebuild the results of the batches below this one; 0: every batch the commit log holds")
+    args = parser.parse_args(argv)
+    logs.configure(args.log_level)
+    if args.command == "rebuild":
+        spark = session(args, f"sparkwire-rebuild-{job.spec.stream}")
+        try:
+            return rebuild(job, spark, args.upto_batch or None, command=f"rebuild {job.spec.stream}")
+        finally:
+            spark.stop()
+    if args.metrics_port:
+        from prometheus_client import start_http_server
+
+        start_http_server(args.metrics_port)
+    from sparkwire.spark.progress import ProgressReporter
+
+    stop = stop_on_signals()
+    spark = session(args, f"sparkwire-{job.spec.stream}")
+    spark.streams.addListener(ProgressReporter())
+    return serve(spark, [deliver_job(job, spark)], stop)

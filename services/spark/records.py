@@ -1,0 +1,85 @@
+"""One micro-batch of result rows -> the records the replay log commits (pure once the rows are collected).
+
+* The payload is the row encoded by ``encoding.py``, plus ``processingId`` (the result's id) and, in update
+  mode, ``revision`` (the id of the micro-batch that produced this value of the result).
+* The record's processingId — what the log and the clients deduplicate by — is the result's id in append
+  mode, and ``<id>@<revision>`` in update mode: every revision is an entry of its own, delivered once.
+* A row whose key or id is null is no result (the metrics job's heartbeat windows); it is skipped and
+  counted, never committed.
+* Records are ordered by event time, key and id, the same on every run of the batch, so a key's newest
+  result is its last entry of the batch (and the state's entry for the key).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from sparkwire.replaylog import Record
+from sparkwire.spark.encoding import check_encodable, row_encoder
+from sparkwire.spark.stream import ID_FIELD, REVISION_FIELD, StreamSpec
+from sparkwire.spark.types import JsonValue
+
+
+def _canonical(value: JsonValue) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def derive_id(values: list[JsonValue]) -> str:
+    """The processingId of a result identified by the encoded ``values`` of its ``id_from`` columns."""
+    return hashlib.sha1(_canonical(values).encode()).hexdigest()
+
+
+def key_text(values: list[JsonValue]) -> str:
+    """The state key: a single string column as it is, otherwise the values' JSON joined by '/'."""
+    if len(values) == 1 and isinstance(values[0], str):
+        return values[0]
+    return "/".join(value if isinstance(value, str) else _canonical(value) for value in values)
+
+
+def _order(value: JsonValue) -> tuple[int, Any]:
+    return (0, 0) if value is None else (1, value)
+
+
+@dataclass
+class EncodedBatch:
+    records: list[Record]
+    skipped: int
+    """Rows with a null key or id, not committed."""
+
+
+class ResultEncoder:
+    """Turns collected rows of one result schema into records; checks the schema once, up front."""
+
+    def __init__(self, spec: StreamSpec, schema: Any) -> None:
+        check_encodable(schema)
+        spec.check_columns(schema)
+        self.spec = spec
+        self._encode = row_encoder(schema)
+
+    def encode(self, rows: Iterable[Any], revision: int) -> EncodedBatch:
+        spec = self.spec
+        ordered: list[tuple[tuple[Any, ...], Record]] = []
+        skipped = 0
+        for row in rows:
+            payload = self._encode(row)
+            keys = [payload[name] for name in spec.keys]
+            ids = [payload[name] for name in spec.id_columns]
+            if any(value is None for value in (*keys, *ids)):
+                skipped += 1
+                continue
+            result_id = str(ids[0]) if spec.id_column else derive_id(ids)
+            payload[ID_FIELD] = result_id
+            record_id = result_id
+            if spec.mode == "update":
+                payload[REVISION_FIELD] = revision
+                record_id = f"{result_id}@{revision}"
+            key = key_text(keys)
+            when = payload[spec.event_time] if spec.event_time else None
+            record = Record(processing_id=record_id, key=key, payload=_canonical(payload))
+            ordered.append(((_order(when), key, record_id), record))
+        ordered.sort(key=lambda item: item[0])
+        return EncodedBatch([record for _, record in ordered], skipped)

@@ -1,0 +1,40 @@
+"""The SparkSession a sparkwire job runs in: UTC, few shuffle partitions, the Kafka connector's jars."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sparkwire.paths import cache_dir
+
+
+def connector_jars(directory: str) -> list[str]:
+    """The jars of ``directory``; empty: a source checkout's ``.cache/spark-jars`` when present (images have
+    the jars on Spark's classpath already)."""
+    if directory:
+        jars = sorted(str(p) for p in Path(directory).glob("*.jar"))
+        if not jars:
+            raise SystemExit(f"no jars in the Spark jars directory {directory!r}; run `make setup`")
+        return jars
+    return sorted(str(p) for p in (cache_dir() / "spark-jars").glob("*.jar"))
+
+
+def spark_session(app_name: str, *, master: str = "local[2]", jars_dir: str = "", shuffle_partitions: int = 2) -> Any:
+    """``master`` empty: left to spark-submit (as under the Spark operator). ``shuffle_partitions``: Spark's 200
+    is slow for small state."""
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(app_name)
+    if master:
+        builder = builder.master(master)
+    jars = connector_jars(jars_dir)
+    if jars:
+        builder = builder.config("spark.jars", ",".join(jars))
+    spark = (
+        builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.ui.showConsoleProgress", "false")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
