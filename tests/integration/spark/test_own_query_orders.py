@@ -1,0 +1,231 @@
+"""The orders example (a team's own query, update mode, sliding windows, decimals) end to end with real Kafka,
+Spark and Redis: every revision of every result exactly once and in order, through a driver SIGKILLed after a
+commit, and rebuilt after its log was lost.
+
+The expected revisions come from ``orders_model.py``: plain Python over the produced orders and the batch
+ranges in the checkpoint; no Spark.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis as redis_lib
+from confluent_kafka import Producer
+
+from sparkwire.replaylog import Entry, ReplayLogReader
+from sparkwire.spark.checkpoint import read_history
+from sparkwire.stack import KafkaBroker, ManagedProcess, RedisServer
+
+from .orders_model import Order, Revision, expected_revisions
+
+pytestmark = pytest.mark.slow
+
+JOB = Path(__file__).resolve().parents[3] / "examples" / "orders" / "orders_job.py"
+WINDOW_MS, SLIDE_MS, DELAY_MS = 2_000, 1_000, 1_000
+START_MS = 1_764_000_000_000
+REGIONS = ["eu-west", "us-east", "ap-south", "sa-east"]
+
+
+@dataclass
+class OrdersRun:
+    name: str
+    workdir: Path
+    kafka: KafkaBroker
+    redis_server: RedisServer
+    orders: list[Order] = field(default_factory=list)
+    runs: list[ManagedProcess] = field(default_factory=list)
+    produced: int = 0
+
+    @property
+    def topic(self) -> str:
+        return f"{self.name}-orders"
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.workdir / "checkpoint"
+
+    @property
+    def reader(self) -> ReplayLogReader:
+        return ReplayLogReader(redis_lib.Redis.from_url(self.redis_server.url), self.name)
+
+    def produce(self, count: int, rng: random.Random) -> None:
+        """``count`` orders 10 ms of event time apart, about 3 % repeated and 1 % malformed records."""
+        producer = Producer({"bootstrap.servers": self.kafka.bootstrap, "enable.idempotence": True})
+        sent: list[tuple[str, dict[str, Any]]] = []
+        for _ in range(count):
+            n = self.produced
+            self.produced += 1
+            order = {"orderId": f"o-{n}", "region": rng.choice(REGIONS),
+                     "amount": str(Decimal(rng.randint(100, 99_999)) / 100), "ts": START_MS + n * 10}
+            sent.append((order["orderId"], order))
+            if rng.random() < 0.03:
+                sent.append((order["orderId"], order))  # a repeat: the same order again, same key
+            if rng.random() < 0.01:
+                sent.append((f"bad-{n}", {"orderId": f"bad-{n}", "amount": "not a number"}))
+
+        def delivered(error: Any, message: Any) -> None:
+            assert error is None, error
+            body = json.loads(message.value())
+            if "region" in body:
+                self.orders.append(Order(message.partition(), message.offset(), body["orderId"], body["region"],
+                                         Decimal(body["amount"]), body["ts"]))
+
+        for key, body in sent:
+            producer.produce(self.topic, key=key.encode(), value=json.dumps(body).encode(), on_delivery=delivered)
+            producer.poll(0)
+        assert producer.flush(30) == 0
+
+    def start(self, fault: str | None = None) -> ManagedProcess:
+        env = {"ORDERS_BOOTSTRAP_SERVERS": self.kafka.bootstrap, "ORDERS_TOPIC": self.topic, "ORDERS_STREAM": self.name,
+               "ORDERS_REDIS_URL": self.redis_server.url, "ORDERS_CHECKPOINT": str(self.checkpoint),
+               "ORDERS_WINDOW_MS": str(WINDOW_MS), "ORDERS_SLIDE_MS": str(SLIDE_MS),
+               "ORDERS_WATERMARK_DELAY_MS": str(DELAY_MS), "ORDERS_TRIGGER_MS": "300",
+               "ORDERS_MAX_OFFSETS_PER_TRIGGER": "120"}
+        if fault:
+            env["SPARKWIRE_FAULT"] = fault
+        process = ManagedProcess(f"orders-{len(self.runs)}", [sys.executable, str(JOB), "run"], self.workdir, env=env)
+        self.runs.append(process)
+        process.start()
+        return process
+
+    def wait_until_read(self, timeout: float = 240) -> None:
+        """Until a committed batch has read every produced record (its results are in the log by then: the
+        sink commits before Spark writes the batch to the commit log)."""
+        ends: dict[int, int] = {}
+        for order in self.orders:
+            ends[order.partition] = max(ends.get(order.partition, 0), order.offset + 1)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.checkpoint.joinpath("metadata").exists():
+                history = read_history(self.checkpoint, self.topic)
+                done = [b for b in history.batches if b.batch_id <= history.committed]
+                if done and all(done[-1].end.get(p, 0) >= end for p, end in ends.items()):
+                    return
+            assert self.runs[-1].alive, self.runs[-1].log_tail(60)
+            time.sleep(0.5)
+        raise AssertionError(f"the job did not read every order in {timeout}s:\n{self.runs[-1].log_tail(40)}")
+
+    def expected(self) -> dict[int, dict[tuple[str, str], Revision]]:
+        history = read_history(self.checkpoint, self.topic)
+        return expected_revisions(self.orders, [b for b in history.batches if b.batch_id <= history.committed],
+                                  WINDOW_MS, SLIDE_MS)
+
+
+def delivered(entries: list[Entry]) -> dict[int, dict[tuple[str, str], Revision]]:
+    """The log's entries as revisions by batch id, asserting each revision's identity on the way."""
+    found: dict[int, dict[tuple[str, str], Revision]] = {}
+    for entry in entries:
+        data = json.loads(entry.data)
+        assert entry.processing_id == f"{data['processingId']}@{data['revision']}"
+        assert entry.key == data["region"]
+        revision = Revision(data["windowStart"], data["windowEnd"], data["region"], data["orders"], data["revenue"],
+                            data["largestOrder"])
+        batch = found.setdefault(data["revision"], {})
+        assert (revision.window_start, revision.region) not in batch, f"two revisions {data['revision']} of one result"
+        batch[(revision.window_start, revision.region)] = revision
+    return found
+
+
+def differences(found: dict[int, dict[tuple[str, str], Revision]],
+                expected: dict[int, dict[tuple[str, str], Revision]], limit: int = 12) -> list[str]:
+    lines = []
+    for batch in sorted(set(found) | set(expected)):
+        got, want = found.get(batch, {}), expected.get(batch, {})
+        for result in sorted(set(got) | set(want)):
+            if got.get(result) != want.get(result):
+                lines.append(f"batch {batch} {result}: delivered {got.get(result)}, expected {want.get(result)}")
+    return lines[:limit]
+
+
+def assert_in_order(entries: list[Entry]) -> None:
+    """Within one epoch a result's revisions only go up, in seq order: no older value after a newer one."""
+    newest: dict[str, int] = {}
+    for entry in entries:
+        data = json.loads(entry.data)
+        assert data["revision"] > newest.get(data["processingId"], -1), entry
+        newest[data["processingId"]] = data["revision"]
+
+
+def latest(revisions: dict[int, dict[tuple[str, str], Revision]]) -> dict[tuple[str, str], Revision]:
+    final: dict[tuple[str, str], Revision] = {}
+    for batch_id in sorted(revisions):
+        final.update(revisions[batch_id])
+    return final
+
+
+@pytest.fixture
+def orders_run(kafka_broker: KafkaBroker, redis_server: RedisServer, unique_name: str, tmp_path: Path,
+               request: pytest.FixtureRequest) -> Iterator[OrdersRun]:
+    kafka_broker.create_topic(f"{unique_name}-orders", partitions=2)
+    run = OrdersRun(unique_name, tmp_path, kafka_broker, redis_server)
+    yield run
+    for process in run.runs:
+        if process.alive:
+            process.stop(timeout=30)
+    report = getattr(request.node, "rep_call", None)
+    if report is not None and report.failed:
+        for process in run.runs:
+            print(f"--- {process.name} (exit {process.returncode}) ---\n{process.log_tail(60)}")
+
+
+def test_own_query_every_revision_exactly_once_through_a_driver_kill(orders_run: OrdersRun) -> None:
+    rng = random.Random(17)
+    orders_run.produce(900, rng)
+    first = orders_run.start(fault="after-commit@3")  # SIGKILL once batch 3 is in the log, before Spark knows
+    deadline = time.monotonic() + 180
+    while first.alive:
+        assert time.monotonic() < deadline, first.log_tail(40)
+        time.sleep(0.3)
+    assert first.returncode != 0
+    orders_run.start()
+    orders_run.produce(900, rng)
+    orders_run.wait_until_read()
+
+    expected = orders_run.expected()
+    entries = list(orders_run.reader.iter_all())
+    meta = orders_run.reader.meta()
+    assert [e.seq for e in entries] == list(range(1, len(entries) + 1))  # gap-free
+    assert_in_order(entries)
+    found = delivered(entries)
+    assert not differences(found, expected), "\n".join(differences(found, expected))
+    assert sum(len(r) for r in found.values()) == len(entries) > 100
+    assert len(latest(found)) > 50 and meta.counters.get("chunks_replayed", 0) >= 1  # batch 3 came again
+    descriptor = json.loads(redis_lib.Redis.from_url(orders_run.redis_server.url).get(
+        f"sparkwire:{{{orders_run.name}}}:descriptor") or b"{}")
+    assert (descriptor["mode"], descriptor["revisions"], descriptor["rebuild"]) == ("update", True, "available")
+
+
+def test_own_query_log_lost_is_rebuilt_with_the_latest_revisions(orders_run: OrdersRun) -> None:
+    rng = random.Random(29)
+    orders_run.produce(900, rng)
+    run = orders_run.start()
+    orders_run.wait_until_read()
+    before = orders_run.reader.meta()
+    client = redis_lib.Redis.from_url(orders_run.redis_server.url)
+    client.delete(*client.keys(f"sparkwire:{{{orders_run.name}}}:*"))  # the log lost, as after a FLUSHALL
+    orders_run.produce(900, rng)
+    orders_run.wait_until_read()
+    assert run.alive and len(orders_run.runs) == 1  # rebuilt inside the running job
+
+    meta = orders_run.reader.meta()
+    entries = list(orders_run.reader.iter_all())
+    assert meta.epoch != before.epoch and meta.counters.get("rebuilds") == 1
+    assert "history_lost" not in meta.counters
+    assert_in_order(entries)
+    expected = orders_run.expected()
+    found = delivered(entries)
+    # The new epoch holds the latest value of every result, and every later revision exactly.
+    assert latest(found) == latest(expected)
+    rebuilt_at = min(found)
+    assert all(found[b] == expected[b] for b in found if b > rebuilt_at)
+    assert client.get(f"sparkwire:{{{orders_run.name}}}:descriptor") is not None  # written again
