@@ -4,7 +4,7 @@ SHELL := bash
 VENV := .venv/bin
 CACHE := .cache
 # bench/ may be empty (git keeps no empty folders); ruff fails on a missing path.
-LINT_DIRS := $(wildcard services tests bench examples)
+LINT_DIRS := $(wildcard services tests bench)
 
 .PHONY: setup test lint demo chaos clean kind-up kind-down e2e-kind bench-peers bench-spark
 

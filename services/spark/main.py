@@ -1,5 +1,5 @@
 """Running a delivery as a process: ``main(job)`` gives a user's job file the commands ``run`` and ``rebuild``
-(``python orders_job.py run``), and :func:`serve` keeps started queries running until a signal.
+(``python my_job.py run``), and :func:`serve` keeps started queries running until a signal.
 
 A streaming job never finishes: ``run`` exits non-zero whenever a query stops by itself, so a supervisor
 (the Spark operator's restart policy, or a test) restarts it on the same checkpoint.

@@ -1,5 +1,6 @@
 """Which part of the package may import which: the clients speak the protocol, not the gateway's
-internals; the Spark job runs in an image without the local stack; the protocol does no I/O."""
+internals; the Spark job runs in an image without the local stack; the protocol does no I/O; the public Spark
+API and its examples know no built-in job."""
 
 from __future__ import annotations
 
@@ -13,6 +14,11 @@ SERVICES = Path(__file__).resolve().parents[2] / "services"
 FORBIDDEN = {
     "client": ["sparkwire.gateway", "sparkwire.stack"],
     "aggregator": ["sparkwire.stack", "sparkwire.gateway", "sparkwire.client"],
+    # The public Spark API knows no job of its own; examples use nothing but it (as a team's job would).
+    "spark": ["sparkwire.aggregator", "sparkwire.examples", "sparkwire.stack", "sparkwire.gateway", "sparkwire.client",
+              "sparkwire.chaos", "sparkwire.verify"],
+    "examples": ["sparkwire.aggregator", "sparkwire.stack", "sparkwire.gateway", "sparkwire.client", "sparkwire.chaos",
+                 "sparkwire.verify", "sparkwire.replaylog.writer", "sparkwire.spark.sink"],
     "protocol": ["sparkwire.gateway", "sparkwire.client", "sparkwire.stack", "redis", "starlette", "websockets"],
     "replaylog": ["sparkwire.gateway", "sparkwire.client", "sparkwire.stack", "sparkwire.aggregator"],
     "verify": ["sparkwire.stack", "sparkwire.gateway"],

@@ -136,7 +136,8 @@ def test_the_dashboard_draws_each_window_once_through_a_sigkill_a_replay_and_a_s
     committer.commit(4)  # seqs 19..30, committed while no gateway runs
     gateway.start()  # same port
     wait_js(page, "c.lastSeq >= arg", 30)
-    assert page.evaluate("window.__sparkwire.chartStats") == {"added": 30, "replaced": 0, "dropped": 0}
+    assert page.evaluate("window.__sparkwire.chartStats") == {"added": 30, "replaced": 0, "revised": 0, "stale": 0,
+                                                               "dropped": 0}
 
     # A reload whose saved cursor is stale: the gateway replays seqs 7..30, windows the page drew already.
     tamper_on_next_load(page, unique_name, REPLAY_FROM_SEQ, None)
@@ -144,7 +145,7 @@ def test_the_dashboard_draws_each_window_once_through_a_sigkill_a_replay_and_a_s
     wait_js(page, "c.lastSeq >= arg", 30)
     assert page.evaluate("window.__sparkwire.historyRestored") is True
     assert page.evaluate("window.__sparkwire.chartStats") == {"added": 0, "replaced": 30 - REPLAY_FROM_SEQ,
-                                                               "dropped": 0}
+                                                               "revised": 0, "stale": 0, "dropped": 0}
     committer.commit(4)  # seqs 31..42
     wait_js(page, "c.lastSeq >= arg", 42)
 

@@ -154,7 +154,8 @@ def test_a_fresh_page_opens_full_then_draws_every_live_window_once(
     # Drawn: every window committed, each once, in window order (history and live together).
     want = ids_by_metric(windows.committed)
     assert drawn_ids(page) == want
-    assert page.evaluate("window.__sparkwire.chartStats") == {"added": head - history_seq, "replaced": 0, "dropped": 0}
+    assert page.evaluate("window.__sparkwire.chartStats") == {"added": head - history_seq, "replaced": 0, "revised": 0,
+                                                           "stale": 0, "dropped": 0}
     stats = page.evaluate("window.__sparkwire.client.stats()")
     assert (stats["duplicates"], stats["gaps"], stats["resets"], stats["terminal"]) == (0, 0, {}, None), stats
     assert page.evaluate("window.__sparkwire.snapshots") == []

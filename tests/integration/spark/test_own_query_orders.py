@@ -2,8 +2,8 @@
 Spark and Redis: every revision of every result exactly once and in order, through a driver SIGKILLed after a
 commit, and rebuilt after its log was lost.
 
-The expected revisions come from ``orders_model.py``: plain Python over the produced orders and the batch
-ranges in the checkpoint; no Spark.
+The expected revisions come from ``sparkwire.examples.orders.expected``: plain Python over the produced
+orders and the batch ranges in the checkpoint; no Spark.
 """
 
 from __future__ import annotations
@@ -22,15 +22,21 @@ import pytest
 import redis as redis_lib
 from confluent_kafka import Producer
 
-from sparkwire.replaylog import Entry, ReplayLogReader
+from sparkwire.examples.orders.expected import (
+    Order,
+    Revisions,
+    committed_batches,
+    delivered_revisions,
+    differences,
+    expected_revisions,
+    latest,
+)
+from sparkwire.replaylog import ReplayLogReader
 from sparkwire.spark.checkpoint import read_history
 from sparkwire.stack import KafkaBroker, ManagedProcess, RedisServer
 
-from .orders_model import Order, Revision, expected_revisions
-
 pytestmark = pytest.mark.slow
 
-JOB = Path(__file__).resolve().parents[3] / "examples" / "orders" / "orders_job.py"
 WINDOW_MS, SLIDE_MS, DELAY_MS = 2_000, 1_000, 1_000
 START_MS = 1_764_000_000_000
 REGIONS = ["eu-west", "us-east", "ap-south", "sa-east"]
@@ -93,7 +99,8 @@ class OrdersRun:
                "ORDERS_MAX_OFFSETS_PER_TRIGGER": "120"}
         if fault:
             env["SPARKWIRE_FAULT"] = fault
-        process = ManagedProcess(f"orders-{len(self.runs)}", [sys.executable, str(JOB), "run"], self.workdir, env=env)
+        command = [sys.executable, "-m", "sparkwire.examples.orders", "run"]
+        process = ManagedProcess(f"orders-{len(self.runs)}", command, self.workdir, env=env)
         self.runs.append(process)
         process.start()
         return process
@@ -115,52 +122,8 @@ class OrdersRun:
             time.sleep(0.5)
         raise AssertionError(f"the job did not read every order in {timeout}s:\n{self.runs[-1].log_tail(40)}")
 
-    def expected(self) -> dict[int, dict[tuple[str, str], Revision]]:
-        history = read_history(self.checkpoint, self.topic)
-        return expected_revisions(self.orders, [b for b in history.batches if b.batch_id <= history.committed],
-                                  WINDOW_MS, SLIDE_MS)
-
-
-def delivered(entries: list[Entry]) -> dict[int, dict[tuple[str, str], Revision]]:
-    """The log's entries as revisions by batch id, asserting each revision's identity on the way."""
-    found: dict[int, dict[tuple[str, str], Revision]] = {}
-    for entry in entries:
-        data = json.loads(entry.data)
-        assert entry.processing_id == f"{data['processingId']}@{data['revision']}"
-        assert entry.key == data["region"]
-        revision = Revision(data["windowStart"], data["windowEnd"], data["region"], data["orders"], data["revenue"],
-                            data["largestOrder"])
-        batch = found.setdefault(data["revision"], {})
-        assert (revision.window_start, revision.region) not in batch, f"two revisions {data['revision']} of one result"
-        batch[(revision.window_start, revision.region)] = revision
-    return found
-
-
-def differences(found: dict[int, dict[tuple[str, str], Revision]],
-                expected: dict[int, dict[tuple[str, str], Revision]], limit: int = 12) -> list[str]:
-    lines = []
-    for batch in sorted(set(found) | set(expected)):
-        got, want = found.get(batch, {}), expected.get(batch, {})
-        for result in sorted(set(got) | set(want)):
-            if got.get(result) != want.get(result):
-                lines.append(f"batch {batch} {result}: delivered {got.get(result)}, expected {want.get(result)}")
-    return lines[:limit]
-
-
-def assert_in_order(entries: list[Entry]) -> None:
-    """Within one epoch a result's revisions only go up, in seq order: no older value after a newer one."""
-    newest: dict[str, int] = {}
-    for entry in entries:
-        data = json.loads(entry.data)
-        assert data["revision"] > newest.get(data["processingId"], -1), entry
-        newest[data["processingId"]] = data["revision"]
-
-
-def latest(revisions: dict[int, dict[tuple[str, str], Revision]]) -> dict[tuple[str, str], Revision]:
-    final: dict[tuple[str, str], Revision] = {}
-    for batch_id in sorted(revisions):
-        final.update(revisions[batch_id])
-    return final
+    def expected(self) -> Revisions:
+        return expected_revisions(self.orders, committed_batches(self.checkpoint, self.topic), WINDOW_MS, SLIDE_MS)
 
 
 @pytest.fixture
@@ -195,9 +158,9 @@ def test_own_query_every_revision_exactly_once_through_a_driver_kill(orders_run:
     entries = list(orders_run.reader.iter_all())
     meta = orders_run.reader.meta()
     assert [e.seq for e in entries] == list(range(1, len(entries) + 1))  # gap-free
-    assert_in_order(entries)
-    found = delivered(entries)
-    assert not differences(found, expected), "\n".join(differences(found, expected))
+    found, problems = delivered_revisions(entries)
+    assert not problems, problems[:10]
+    assert not differences(found, expected), "\n".join(differences(found, expected)[:12])
     assert sum(len(r) for r in found.values()) == len(entries) > 100
     assert len(latest(found)) > 50 and meta.counters.get("chunks_replayed", 0) >= 1  # batch 3 came again
     descriptor = json.loads(redis_lib.Redis.from_url(orders_run.redis_server.url).get(
@@ -221,11 +184,11 @@ def test_own_query_log_lost_is_rebuilt_with_the_latest_revisions(orders_run: Ord
     entries = list(orders_run.reader.iter_all())
     assert meta.epoch != before.epoch and meta.counters.get("rebuilds") == 1
     assert "history_lost" not in meta.counters
-    assert_in_order(entries)
     expected = orders_run.expected()
-    found = delivered(entries)
+    found, problems = delivered_revisions(entries)
+    assert not problems, problems[:10]
     # The new epoch holds the latest value of every result, and every later revision exactly.
     assert latest(found) == latest(expected)
     rebuilt_at = min(found)
-    assert all(found[b] == expected[b] for b in found if b > rebuilt_at)
+    assert not differences(found, expected, [b for b in set(found) | set(expected) if b > rebuilt_at])
     assert client.get(f"sparkwire:{{{orders_run.name}}}:descriptor") is not None  # written again

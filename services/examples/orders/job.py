@@ -12,20 +12,19 @@ that must keep them adds a dead-letter query as the built-in metrics job does.
 
 Run it (settings from ``ORDERS_*`` environment variables, see :func:`job_from_environment`)::
 
-    python examples/orders/orders_job.py run        # deliver until stopped
-    python examples/orders/orders_job.py rebuild    # recompute a lost replay log from Kafka
+    python -m sparkwire.examples.orders run        # deliver until stopped
+    python -m sparkwire.examples.orders rebuild    # recompute a lost replay log from Kafka
 """
 
 from __future__ import annotations
 
 import os
-import sys
 from typing import Any
 
 from pyspark.sql import functions as F
 from pyspark.sql.types import DecimalType, LongType, StringType, StructField, StructType
 
-from sparkwire.spark import Job, KafkaSource, SourceQuery, StreamSpec, Target, drop_duplicates, main
+from sparkwire.spark import Job, KafkaSource, SourceQuery, StreamSpec, Target, drop_duplicates
 
 ORDER = StructType([
     StructField("orderId", StringType()),
@@ -98,7 +97,3 @@ def job_from_environment() -> Job:
         if value is not None:
             settings[name] = int(value) if name in numbers else value
     return job(**settings)
-
-
-if __name__ == "__main__":
-    sys.exit(main(job_from_environment()))
