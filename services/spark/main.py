@@ -8,6 +8,7 @@ A streaming job never finishes: ``run`` exits non-zero whenever a query stops by
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import signal
 import sys
@@ -114,20 +115,46 @@ def rebuild(job: Job, spark: Any, upto: int | None, command: str = "sparkwire re
     return 0 if report.plan.complete else 3
 
 
+def add_placement_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where the job runs, overriding what its file says: what the Helm chart sets for every job."""
+    add_option(parser, "--bootstrap-servers", default="", help="Kafka bootstrap servers; empty: the job's")
+    add_option(parser, "--redis-url", default="", help="Redis holding the replay log; empty: the job's")
+    add_option(parser, "--stream", default="", help="replay-log stream; empty: the job's")
+    add_option(parser, "--checkpoint", default="", help="Spark checkpoint directory; empty: the job's")
+
+
+def placed(job: Job, args: argparse.Namespace) -> Job:
+    """``job`` with the placement options given (non-empty) in place of its own settings."""
+    source = job.query.source
+    if args.bootstrap_servers:
+        source = dataclasses.replace(source, bootstrap_servers=args.bootstrap_servers)
+    target = job.target
+    if args.redis_url:
+        target = dataclasses.replace(target, redis_url=args.redis_url)
+    if args.checkpoint:
+        target = dataclasses.replace(target, checkpoint=args.checkpoint)
+    spec = dataclasses.replace(job.spec, stream=args.stream) if args.stream else job.spec
+    return Job(dataclasses.replace(job.query, source=source), spec, target)
+
+
 def main(job: Job, argv: Sequence[str] | None = None) -> int:
     """The command line of a job file: ``run`` (deliver until stopped) or ``rebuild`` (a lost log, the job
-    stopped). Returns the exit status."""
+    stopped). ``--bootstrap-servers``, ``--redis-url``, ``--stream`` and ``--checkpoint`` (or their
+    ``SPARKWIRE_*`` variables, which the Helm chart sets) override the job's own. Returns the exit status."""
     parser = argparse.ArgumentParser(description=f"deliver stream {job.spec.stream!r} exactly once")
     commands = parser.add_subparsers(dest="command", required=True)
     run_parser = commands.add_parser("run", help="run the streaming query into the replay log")
     add_runtime_arguments(run_parser)
+    add_placement_arguments(run_parser)
     add_option(run_parser, "--metrics-port", type=non_negative_int, default=0,
                help="port of the Prometheus endpoint, 0 for none")
     rebuild_parser = commands.add_parser("rebuild", help="recompute a lost replay log from Kafka and the checkpoint")
     add_runtime_arguments(rebuild_parser, log_level="WARNING")
+    add_placement_arguments(rebuild_parser)
     add_option(rebuild_parser, "--upto-batch", type=non_negative_int, default=0,
                help="rebuild the results of the batches below this one; 0: every batch the commit log holds")
     args = parser.parse_args(argv)
+    job = placed(job, args)
     logs.configure(args.log_level)
     if args.command == "rebuild":
         spark = session(args, f"sparkwire-rebuild-{job.spec.stream}")
