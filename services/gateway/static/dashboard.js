@@ -419,7 +419,8 @@ export function readSaved(base, key) {
 
 // -- the gateway's HTTP documents -------------------------------------------------------------------------
 
-const bearer = (token) => ({ cache: "no-store", headers: token ? { Authorization: `Bearer ${token}` } : {} });
+const bearer = (token, timeoutMs) => ({ cache: "no-store", headers: token ? { Authorization: `Bearer ${token}` } : {},
+                                        ...(timeoutMs ? { signal: AbortSignal.timeout(timeoutMs) } : {}) });
 
 /**
  * `GET /history?stream=…&last=…` (docs/protocol.md): the last `last` entries of the log (the gateway caps
@@ -442,8 +443,8 @@ export async function fetchHistory(stream, last, token) {
 }
 
 /** `GET /streams`: the names of the streams the gateway serves (with auth on, those `token` grants). */
-export async function fetchStreams(token) {
-  const response = await fetch("/streams", bearer(token));
+export async function fetchStreams(token, timeoutMs = 0) {
+  const response = await fetch("/streams", bearer(token, timeoutMs));
   if (!response.ok) throw new Error(`GET /streams: HTTP ${response.status}`);
   const doc = await response.json();
   if (!isObject(doc) || !Array.isArray(doc.streams) || !doc.streams.every(isName)) {
@@ -453,8 +454,8 @@ export async function fetchStreams(token) {
 }
 
 /** `GET /descriptor?stream=…`: the stream's descriptor, or null when its writer stored none (404). */
-export async function fetchDescriptor(stream, token) {
-  const response = await fetch(`/descriptor?${new URLSearchParams({ stream })}`, bearer(token));
+export async function fetchDescriptor(stream, token, timeoutMs = 0) {
+  const response = await fetch(`/descriptor?${new URLSearchParams({ stream })}`, bearer(token, timeoutMs));
   if (response.status === 404) return null;
   if (!response.ok) throw new Error(`GET /descriptor: HTTP ${response.status}`);
   return response.json();
