@@ -18,7 +18,7 @@ from sparkwire.cli import build_parser
 from sparkwire.gateway.recovery import RESET_REASONS
 from sparkwire.options import OptionSpec, option_specs
 
-from .conftest import CHART, CI_VALUES, NAMESPACE, Obj, env_of, find, render
+from .conftest import CHART, CI_VALUES, FULLNAME, NAMESPACE, Obj, env_of, find, render
 
 # Options the chart sets to something else than the code's default, on purpose.
 CHART_CHOICES = {
@@ -67,7 +67,8 @@ def gateway_container(objects: list[Obj]) -> Obj:
 
 
 def driver_container(objects: list[Obj]) -> Obj:
-    containers: list[Obj] = find(objects, "SparkApplication")["spec"]["driver"]["template"]["spec"]["containers"]
+    app = find(objects, "SparkApplication", f"{FULLNAME}-aggregator")
+    containers: list[Obj] = app["spec"]["driver"]["template"]["spec"]["containers"]
     return next(c for c in containers if c["name"] == "spark-kubernetes-driver")
 
 

@@ -135,38 +135,320 @@ in the URL; an external Redis's whole URL comes from a Secret. */}}
 {{- .Values.aggregator.checkpoint.existingClaim | default (printf "%s-checkpoint" (include "sparkwire.aggregator.fullname" .)) -}}
 {{- end -}}
 
+{{/* The aggregator driver's environment: every option of `sparkwire aggregate` the chart sets. */}}
+{{- define "sparkwire.aggregator.env" -}}
+{{- $a := .Values.aggregator -}}
+{{- $c := $a.config -}}
+- name: SPARKWIRE_BOOTSTRAP_SERVERS
+  value: {{ include "sparkwire.kafka.bootstrapServers" . | quote }}
+- name: SPARKWIRE_TOPIC
+  value: {{ .Values.kafka.topics.raw | quote }}
+- name: SPARKWIRE_DEAD_LETTER_TOPIC
+  value: {{ .Values.kafka.topics.deadLetter | quote }}
+- name: SPARKWIRE_STARTING_OFFSETS
+  value: {{ $c.startingOffsets | quote }}
+- name: SPARKWIRE_MAX_OFFSETS_PER_TRIGGER
+  value: {{ $c.maxOffsetsPerTrigger | quote }}
+{{ include "sparkwire.redis.env" . | trim }}
+- name: SPARKWIRE_STREAM
+  value: {{ .Values.stream | quote }}
+- name: SPARKWIRE_RETENTION
+  value: {{ $c.retention | quote }}
+- name: SPARKWIRE_CHUNK_SIZE
+  value: {{ $c.chunkSize | quote }}
+- name: SPARKWIRE_CHECKPOINT
+  value: {{ $a.checkpoint.mountPath | quote }}
+- name: SPARKWIRE_WINDOW_MS
+  value: {{ $c.windowMs | quote }}
+- name: SPARKWIRE_WATERMARK_DELAY_MS
+  value: {{ $c.watermarkDelayMs | quote }}
+- name: SPARKWIRE_TRIGGER_MS
+  value: {{ $c.triggerMs | quote }}
+- name: SPARKWIRE_SHUFFLE_PARTITIONS
+  value: {{ $c.shufflePartitions | quote }}
+# Empty: the master comes from spark-submit (k8s://...), not the command's local[2].
+- name: SPARKWIRE_MASTER
+  value: ""
+- name: SPARKWIRE_METRICS_PORT
+  value: {{ $c.metricsPort | quote }}
+- name: SPARKWIRE_LOG_LEVEL
+  value: {{ $c.logLevel | quote }}
+{{- with $a.extraEnv }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
 {{/* Labels Spark (through the operator) puts on the driver pod: what the metrics Service selects. */}}
 {{- define "sparkwire.aggregator.driverSelector" -}}
-spark-role: driver
-sparkoperator.k8s.io/app-name: {{ include "sparkwire.aggregator.fullname" . }}
+{{- include "sparkwire.spark.driverSelector" (include "sparkwire.aggregator.fullname" .) -}}
 {{- end -}}
 
 {{/* Pods of this release's Spark application: driver and executors. */}}
 {{- define "sparkwire.aggregator.podSelector" -}}
-sparkoperator.k8s.io/app-name: {{ include "sparkwire.aggregator.fullname" . }}
+{{- include "sparkwire.spark.podSelector" (include "sparkwire.aggregator.fullname" .) -}}
+{{- end -}}
+
+{{/* Spark applications: the aggregator's and every job's (templates/jobs/) ---------------------------- */}}
+
+{{/* The driver pod of the SparkApplication named by the argument, whichever attempt is running. */}}
+{{- define "sparkwire.spark.driverSelector" -}}
+spark-role: driver
+sparkoperator.k8s.io/app-name: {{ . }}
+{{- end -}}
+
+{{/* Every pod (driver and executors) of the SparkApplication named by the argument. */}}
+{{- define "sparkwire.spark.podSelector" -}}
+sparkoperator.k8s.io/app-name: {{ . }}
 {{- end -}}
 
 {{/* The checkpoint plus writable scratch directories (the root filesystem is read-only): /tmp
-(Spark's entrypoint writes its java options there) and Spark's working directory. */}}
-{{- define "sparkwire.aggregator.volumeMounts" -}}
+(Spark's entrypoint writes its java options there) and Spark's working directory.
+Takes (dict "mountPath" ...). */}}
+{{- define "sparkwire.spark.volumeMounts" -}}
 - name: checkpoint
-  mountPath: {{ .Values.aggregator.checkpoint.mountPath }}
+  mountPath: {{ .mountPath }}
 - name: tmp
   mountPath: /tmp
 - name: work-dir
   mountPath: /opt/spark/work-dir
 {{- end -}}
 
-{{- define "sparkwire.aggregator.volumes" -}}
+{{/* Takes (dict "claim" ...). */}}
+{{- define "sparkwire.spark.volumes" -}}
 - name: checkpoint
   persistentVolumeClaim:
-    claimName: {{ include "sparkwire.aggregator.checkpointClaim" . }}
+    claimName: {{ .claim }}
 - name: tmp
   emptyDir:
     sizeLimit: 1Gi
 - name: work-dir
   emptyDir:
     sizeLimit: 1Gi
+{{- end -}}
+
+{{/* The ServiceAccount (with its Role) every Spark driver of the release runs as — the aggregator's and the
+jobs' — exists when either runs. */}}
+{{- define "sparkwire.spark.driversRun" -}}
+{{- if or .Values.aggregator.enabled .Values.jobs -}}true{{- end -}}
+{{- end -}}
+
+{{/* A SparkApplication: the aggregator's or a job's, one structure for both. Takes a dict:
+  ctx            the root context
+  name           the SparkApplication's name
+  labels         its metadata labels (rendered)
+  podLabels      the labels of its driver and executor pods (rendered)
+  image, pullPolicy, mainApplicationFile, arguments (list, may be empty), sparkConf (map)
+  driver         {cores, coreRequest, coreLimit, memory, memoryOverhead, labels, annotations}
+  executor       the same plus instances
+  env            the driver container's env (a rendered EnvVar list)
+  metricsPort    the driver's Prometheus port
+  mountPath, claim, accessMode   the checkpoint volume
+Spark version, restart policy, node selector, tolerations, security contexts and the ServiceAccount are the
+aggregator's for every application. */}}
+{{- define "sparkwire.spark.application" -}}
+{{- $ctx := .ctx -}}
+{{- $a := $ctx.Values.aggregator -}}
+{{- $volumes := include "sparkwire.spark.volumes" (dict "claim" .claim) -}}
+{{- $mounts := include "sparkwire.spark.volumeMounts" (dict "mountPath" .mountPath) -}}
+apiVersion: sparkoperator.k8s.io/v1beta2
+kind: SparkApplication
+metadata:
+  name: {{ .name }}
+  namespace: {{ $ctx.Release.Namespace }}
+  labels:
+    {{- .labels | nindent 4 }}
+spec:
+  type: Python
+  pythonVersion: "3"
+  mode: cluster
+  sparkVersion: {{ $a.sparkVersion | quote }}
+  image: {{ .image | quote }}
+  imagePullPolicy: {{ .pullPolicy }}
+  {{- with $ctx.Values.imagePullSecrets }}
+  imagePullSecrets:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  # The Kafka connector jars are on the image's classpath, the master is left to spark-submit
+  # (SPARKWIRE_MASTER is empty), options come from SPARKWIRE_* variables.
+  mainApplicationFile: {{ .mainApplicationFile | quote }}
+  {{- with .arguments }}
+  arguments:
+    {{- range . }}
+    - {{ . | toString | quote }}
+    {{- end }}
+  {{- end }}
+  {{- with .sparkConf }}
+  sparkConf:
+    {{- range $key, $value := . }}
+    {{ $key | quote }}: {{ $value | toString | quote }}
+    {{- end }}
+  {{- end }}
+  # A streaming query never finishes: the job exits non-zero when a query stops, and Always resubmits
+  # after any end (a PySpark driver that dies can still be reported COMPLETED, which OnFailure would not
+  # restart). The new driver resumes from the checkpoint.
+  restartPolicy:
+    type: Always
+    onFailureRetryInterval: {{ $a.restartPolicy.onFailureRetryInterval }}
+    onSubmissionFailureRetryInterval: {{ $a.restartPolicy.onSubmissionFailureRetryInterval }}
+  {{- with $a.nodeSelector }}
+  nodeSelector:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  # Pod templates (Spark >= 3) carry env, volumes and security contexts, so the operator's mutating
+  # webhook is not needed: the container names are the ones the operator tells Spark to use.
+  driver:
+    cores: {{ .driver.cores }}
+    {{- with .driver.coreRequest }}
+    coreRequest: {{ . | quote }}
+    {{- end }}
+    coreLimit: {{ .driver.coreLimit | quote }}
+    memory: {{ .driver.memory | quote }}
+    memoryOverhead: {{ .driver.memoryOverhead | quote }}
+    serviceAccount: {{ include "sparkwire.aggregator.serviceAccountName" $ctx }}
+    labels:
+      {{- .podLabels | nindent 6 }}
+      {{- with .driver.labels }}
+      {{- toYaml . | nindent 6 }}
+      {{- end }}
+    {{- with .driver.annotations }}
+    annotations:
+      {{- toYaml . | nindent 6 }}
+    {{- end }}
+    template:
+      metadata:
+        labels:
+          {{- .podLabels | nindent 10 }}
+      spec:
+        securityContext:
+          {{- toYaml $a.podSecurityContext | nindent 10 }}
+        {{- with $a.tolerations }}
+        tolerations:
+          {{- toYaml . | nindent 10 }}
+        {{- end }}
+        containers:
+          - name: spark-kubernetes-driver
+            ports:
+              - name: metrics
+                containerPort: {{ .metricsPort }}
+                protocol: TCP
+            env:
+              {{- .env | trim | nindent 14 }}
+            securityContext:
+              {{- toYaml $a.securityContext | nindent 14 }}
+            volumeMounts:
+              {{- $mounts | nindent 14 }}
+        volumes:
+          {{- $volumes | nindent 10 }}
+  executor:
+    instances: {{ .executor.instances }}
+    cores: {{ .executor.cores }}
+    {{- with .executor.coreRequest }}
+    coreRequest: {{ . | quote }}
+    {{- end }}
+    coreLimit: {{ .executor.coreLimit | quote }}
+    memory: {{ .executor.memory | quote }}
+    memoryOverhead: {{ .executor.memoryOverhead | quote }}
+    deleteOnTermination: true
+    labels:
+      {{- .podLabels | nindent 6 }}
+      {{- with .executor.labels }}
+      {{- toYaml . | nindent 6 }}
+      {{- end }}
+    {{- with .executor.annotations }}
+    annotations:
+      {{- toYaml . | nindent 6 }}
+    {{- end }}
+    template:
+      metadata:
+        labels:
+          {{- .podLabels | nindent 10 }}
+      spec:
+        securityContext:
+          {{- toYaml $a.podSecurityContext | nindent 10 }}
+        {{- with $a.tolerations }}
+        tolerations:
+          {{- toYaml . | nindent 10 }}
+        {{- end }}
+        {{- if eq .accessMode "ReadWriteOnce" }}
+        # Executors write state-store files into the checkpoint: with a ReadWriteOnce volume they must
+        # run on the node that mounts it, their own driver's.
+        affinity:
+          podAffinity:
+            requiredDuringSchedulingIgnoredDuringExecution:
+              - topologyKey: kubernetes.io/hostname
+                labelSelector:
+                  matchLabels:
+                    {{- include "sparkwire.spark.driverSelector" .name | nindent 20 }}
+        {{- end }}
+        containers:
+          - name: spark-kubernetes-executor
+            securityContext:
+              {{- toYaml $a.securityContext | nindent 14 }}
+            volumeMounts:
+              {{- $mounts | nindent 14 }}
+        volumes:
+          {{- $volumes | nindent 10 }}
+{{- end -}}
+
+{{/* The NetworkPolicies of a SparkApplication's pods. Takes (dict "ctx" $ "name" <app> "labels" <rendered>
+"metricsPort" <port>). */}}
+{{- define "sparkwire.spark.networkPolicies" -}}
+{{- $ctx := .ctx -}}
+{{- $spark := include "sparkwire.spark.podSelector" .name -}}
+# Driver and executors: they talk to each other on Spark's ports, and read and write Kafka.
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata:
+  name: {{ .name }}
+  namespace: {{ $ctx.Release.Namespace }}
+  labels:
+    {{- .labels | nindent 4 }}
+spec:
+  podSelector:
+    matchLabels:
+      {{- $spark | nindent 6 }}
+  policyTypes: ["Ingress", "Egress"]
+  ingress:
+    - from:
+        - podSelector:
+            matchLabels:
+              {{- $spark | nindent 14 }}
+  egress:
+    - to:
+        - podSelector:
+            matchLabels:
+              {{- $spark | nindent 14 }}
+    {{- include "sparkwire.netpol.dnsEgress" $ctx | nindent 4 }}
+    {{- include "sparkwire.netpol.kafkaEgress" $ctx | nindent 4 }}
+---
+# The driver alone: Prometheus scrapes it; it commits to Redis and manages executors through the API server.
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata:
+  name: {{ .name }}-driver
+  namespace: {{ $ctx.Release.Namespace }}
+  labels:
+    {{- .labels | nindent 4 }}
+spec:
+  podSelector:
+    matchLabels:
+      {{- include "sparkwire.spark.driverSelector" .name | nindent 6 }}
+  policyTypes: ["Ingress", "Egress"]
+  ingress:
+    - ports:
+        - port: {{ .metricsPort }}
+          protocol: TCP
+      {{- with $ctx.Values.networkPolicy.metricsFrom }}
+      from:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+  egress:
+    {{- include "sparkwire.netpol.redisEgress" $ctx | nindent 4 }}
+    - ports:
+        {{- range $ctx.Values.networkPolicy.apiServerPorts }}
+        - port: {{ . }}
+          protocol: TCP
+        {{- end }}
 {{- end -}}
 
 {{/* NetworkPolicy pieces -------------------------------------------------------------------------- */}}
@@ -266,4 +548,94 @@ the gateways serve there), else none (any origin). */}}
 {{- end -}}
 {{- end -}}
 {{- join "," $origins -}}
+{{- end -}}
+
+{{/* Jobs: users' own deliveries (templates/jobs/) ------------------------------------------------------ */}}
+
+{{/* `<fullname>-job-<name>`: the SparkApplication, and the prefix of the job's other objects. */}}
+{{- define "sparkwire.job.fullname" -}}
+{{- printf "%s-job-%s" (include "sparkwire.fullname" .ctx) .job.name -}}
+{{- end -}}
+
+{{/* Labels of a job's objects and pods: component `job` (so no aggregator selector matches them) plus the
+job's name. Take (dict "ctx" $ "job" <entry>). */}}
+{{- define "sparkwire.job.labels" -}}
+{{ include "sparkwire.labels" (dict "ctx" .ctx "component" "job") }}
+sparkwire.io/job: {{ .job.name }}
+{{- end -}}
+
+{{- define "sparkwire.job.podLabels" -}}
+{{ include "sparkwire.selectorLabels" (dict "ctx" .ctx "component" "job") }}
+sparkwire.io/job: {{ .job.name }}
+{{- end -}}
+
+{{/* A job entry with every default filled in (YAML; read it with fromYaml): image, resources, checkpoint
+and settings default to the aggregator's, except the checkpoint claim (each job has its own). */}}
+{{- define "sparkwire.job.resolved" -}}
+{{- $ctx := .ctx -}}
+{{- $job := .job -}}
+{{- $a := $ctx.Values.aggregator -}}
+{{- $app := include "sparkwire.job.fullname" . -}}
+{{- $image := $job.image | default dict -}}
+{{- $tag := $image.tag | default (ternary "" $a.image.tag (hasKey $image "repository")) | default $ctx.Chart.AppVersion -}}
+{{- $out := dict "name" $job.name "app" $app "stream" $job.stream -}}
+{{- $_ := set $out "image" (printf "%s:%s" ($image.repository | default $a.image.repository) ($tag | toString)) -}}
+{{- $_ := set $out "pullPolicy" ($image.pullPolicy | default $a.image.pullPolicy) -}}
+{{- $arguments := $job.arguments | default (list "run") -}}
+{{- if $job.module -}}
+{{- $_ := set $out "mainApplicationFile" "local:///opt/sparkwire/run_module.py" -}}
+{{- $_ := set $out "arguments" (prepend $arguments $job.module) -}}
+{{- else -}}
+{{- $_ := set $out "mainApplicationFile" $job.mainApplicationFile -}}
+{{- $_ := set $out "arguments" $arguments -}}
+{{- end -}}
+{{- range $role := list "driver" "executor" -}}
+{{- $own := index $job $role | default dict -}}
+{{- $keys := list "cores" "coreRequest" "coreLimit" "memory" "memoryOverhead" -}}
+{{- if eq $role "executor" }}{{ $keys = append $keys "instances" }}{{ end -}}
+{{- $resolved := dict -}}
+{{- range $keys -}}
+{{- $_ := set $resolved . (ternary (index $own .) (index (index $a $role) .) (hasKey $own .)) -}}
+{{- end -}}
+{{- $_ := set $out $role $resolved -}}
+{{- end -}}
+{{- $own := $job.checkpoint | default dict -}}
+{{- $cp := dict "mountPath" $a.checkpoint.mountPath "existingClaim" ($own.existingClaim | default "") -}}
+{{- range list "size" "storageClass" "accessMode" "keep" -}}
+{{- $_ := set $cp . (ternary (index $own .) (index $a.checkpoint .) (hasKey $own .)) -}}
+{{- end -}}
+{{- $_ := set $cp "claim" ($cp.existingClaim | default (printf "%s-checkpoint" $app)) -}}
+{{- $_ := set $out "checkpoint" $cp -}}
+{{- range list "shufflePartitions" "metricsPort" "logLevel" -}}
+{{- $_ := set $out . (ternary (index $job .) (index $a.config .) (hasKey $job .)) -}}
+{{- end -}}
+{{- $_ := set $out "env" ($job.env | default list) -}}
+{{- $_ := set $out "sparkConf" ($job.sparkConf | default dict) -}}
+{{- $_ := set $out "kafkaTopic" ($job.kafkaTopic | default "") -}}
+{{- toYaml $out -}}
+{{- end -}}
+
+{{/* The job driver's environment: where it runs, through the placement options `sparkwire.spark.main` reads
+(they override the job file's own settings), then the entry's `env`. Takes (dict "ctx" $ "job" <resolved>). */}}
+{{- define "sparkwire.job.env" -}}
+{{- $j := .job -}}
+- name: SPARKWIRE_BOOTSTRAP_SERVERS
+  value: {{ include "sparkwire.kafka.bootstrapServers" .ctx | quote }}
+{{ include "sparkwire.redis.env" .ctx | trim }}
+- name: SPARKWIRE_STREAM
+  value: {{ $j.stream | quote }}
+- name: SPARKWIRE_CHECKPOINT
+  value: {{ $j.checkpoint.mountPath | quote }}
+- name: SPARKWIRE_SHUFFLE_PARTITIONS
+  value: {{ $j.shufflePartitions | quote }}
+# Empty: the master comes from spark-submit (k8s://...), not the command's local[2].
+- name: SPARKWIRE_MASTER
+  value: ""
+- name: SPARKWIRE_METRICS_PORT
+  value: {{ $j.metricsPort | quote }}
+- name: SPARKWIRE_LOG_LEVEL
+  value: {{ $j.logLevel | quote }}
+{{- with $j.env }}
+{{ toYaml . }}
+{{- end }}
 {{- end -}}
