@@ -31,6 +31,8 @@ class Targets:
     topology: Topology
     aggregator: SupervisedAggregator
     slow_clients: ManagedProcess | None
+    other_drivers: list[SupervisedAggregator] = field(default_factory=list)
+    """Drivers of other jobs (the orders example): a driver kill hits every driver."""
     locks: defaultdict[str, threading.Lock] = field(default_factory=lambda: defaultdict(threading.Lock))
 
     def gateway(self, name: str) -> GatewayProcess:
@@ -51,7 +53,8 @@ def _signal_group(process: ManagedProcess, signum: int) -> None:
 
 class DriverKill:
     def inject(self, fault: Fault, targets: Targets) -> None:
-        targets.aggregator.kill()  # the Python driver and its JVM; restarted on its checkpoint at once
+        for driver in [targets.aggregator, *targets.other_drivers]:
+            driver.kill()  # the Python driver and its JVM; restarted on its checkpoint at once
 
     def heal(self, fault: Fault, targets: Targets) -> None:
         pass

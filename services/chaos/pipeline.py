@@ -50,10 +50,15 @@ class SupervisedAggregator:
             "--metrics-port", str(self.metrics_port), "--log-level", "WARNING",
         ]  # fmt: skip
 
+    name = "aggregator"
+
+    def environment(self) -> dict[str, str] | None:
+        return None
+
     def start(self) -> None:
-        self.process = ManagedProcess("aggregator", self.command(), self.topology.workdir)
+        self.process = ManagedProcess(self.name, self.command(), self.topology.workdir, env=self.environment())
         self.process.start()
-        self._thread = threading.Thread(target=self._supervise, daemon=True, name="aggregator-supervisor")
+        self._thread = threading.Thread(target=self._supervise, daemon=True, name=f"{self.name}-supervisor")
         self._thread.start()
 
     def _supervise(self) -> None:

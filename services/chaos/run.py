@@ -1,8 +1,9 @@
-"""``sparkwire chaos``: the whole pipeline — producer, Kafka, the Spark aggregator, Redis, three gateways
-behind nginx, hundreds of Python clients and the dashboard in Chromium — on this machine, under one
-seeded fault schedule (printed first; the same seed gives the same schedule), then checked: every
-client's render against results computed independently from the produced events, and the processes'
-counters. Ends with one line, ``OK exactly once: ...`` or ``FAIL: <client>, seq <n>: ...``; exit 0 or 1.
+"""``sparkwire chaos``: the whole pipeline — producer, Kafka, the Spark aggregator and the orders example's
+job (``chaos/orders.py``), Redis, three gateways behind nginx, hundreds of Python clients and the dashboard
+in Chromium — on this machine, under one seeded fault schedule (printed first; the same seed gives the same
+schedule), then checked: every client's render against results computed independently from the produced
+events, every orders revision against the orders, and the processes' counters. Ends with one line,
+``OK exactly once: ...`` or ``FAIL: <client>, seq <n>: ...``; exit 0 or 1.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 from sparkwire.chaos import faults as fault_kinds
 from sparkwire.chaos.counters import cross_check
 from sparkwire.chaos.monitor import Monitor
+from sparkwire.chaos.orders import OrdersSide, SupervisedOrders
 from sparkwire.chaos.pipeline import (
     DELAY_MS,
     WINDOW_MS,
@@ -31,7 +33,7 @@ from sparkwire.chaos.pipeline import (
     wait_exit,
 )
 from sparkwire.chaos.recovery import recovery_time, summarize
-from sparkwire.chaos.schedule import CATEGORY, Schedule, build_schedule
+from sparkwire.chaos.schedule import CATEGORY, EDGES, Schedule, build_schedule
 from sparkwire.chaos.topology import STREAM, Topology, start_topology
 from sparkwire.chaos.verifier import first_problem, verdict_line, verify
 from sparkwire.gateway.auth import issue_token
@@ -129,16 +131,19 @@ def run(args: argparse.Namespace) -> int:
     topology = start_topology(workdir, secret, GATEWAY_ARGS)
     settings = Settings(rate=args.rate)
     aggregator = SupervisedAggregator(topology, settings)
+    orders = OrdersSide(topology, SupervisedOrders(topology, settings))
     workers: list[ManagedProcess] = []
     page: ManagedProcess | None = None
     ok = False
     try:
         aggregator.start()
+        orders.driver.start()
         t0 = time.time() + LEAD_S
         workers, page, status_files = _start_clients(topology, schedule, secret, t0, args.client_processes,
                                                      not args.no_browser)
+        orders.start_clients(secret, int(schedule.window_s) + 3600, [f"edge-{i}" for i in range(EDGES)])
         slow = next((w for w in workers if w.name == "clients-slow"), None)
-        targets = fault_kinds.Targets(topology, aggregator, slow)
+        targets = fault_kinds.Targets(topology, aggregator, slow, other_drivers=[orders.driver])
 
         def scrape_targets() -> dict[str, tuple[int | None, int]]:
             found = {f"gateway-{i}": (g.process.pid, g.port) for i, g in enumerate(topology.gateways)}
@@ -151,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
         time.sleep(max(0.0, t0 - time.time()))
         produce = producer(topology, settings, schedule.window_s, args.seed)
         produce.start()
+        orders.start_producer(schedule.window_s, args.seed)
         monitor.start()
         _say(f"fault window of {schedule.window_s:.0f}s begins; {expected_clients} clients")
         stop = threading.Event()
@@ -191,6 +197,7 @@ def run(args: argparse.Namespace) -> int:
         driver_kills = sum(1 for f in schedule.faults if f.kind == "driver-kill")
         counters = cross_check(monitor, meta, len(expected), topology.redis.client(), driver_kills)
         verdict = verify(expected, entries, clients, page_report, counters.problems)
+        orders_check = orders.check()
         times: dict[str, list[float | None]] = defaultdict(list)
         for result in sorted(applied, key=lambda a: a.fault.index):
             seconds = recovery_time(monitor.samples, result.ended_at)
@@ -215,13 +222,19 @@ def run(args: argparse.Namespace) -> int:
             if earlier:
                 last = max(earlier, key=lambda a: a.injected_at)
                 before = f"{last.fault.describe()} (injected at +{last.injected_at - t0:.1f}s)"
-        print(verdict_line(verdict, schedule.counts(), before), flush=True)
-        ok = verdict.ok and not failed
+        for line in orders_check.lines:
+            _say(line)
+        line = verdict_line(verdict, schedule.counts(), before)
+        if verdict.ok and not orders_check.ok:
+            line = f"FAIL: {orders_check.lines[-1]}"
+        print(line, flush=True)
+        ok = verdict.ok and not failed and orders_check.ok
         return 0 if ok else 1
     finally:
         for process in [*workers, *([page] if page else [])]:
             process.kill()
         aggregator.stop()
+        orders.stop()
         topology.stop()
         if ok and not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)

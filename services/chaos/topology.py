@@ -18,6 +18,7 @@ from sparkwire.stack import GatewayProcess, KafkaBroker, NginxBalancer, RedisSer
 STREAM = "metrics"
 TOPIC = "metrics-raw"
 DEAD_LETTER_TOPIC = "metrics-deadletter"
+ORDERS = "orders"  # the orders example's stream and topic (sparkwire.chaos.orders)
 
 
 class ProxiedKafkaBroker(KafkaBroker):
@@ -64,8 +65,8 @@ class Topology:
     def edge_url(self, edge: str) -> str:
         return f"http://127.0.0.1:{self.proxy_port(edge)}"
 
-    def edge_ws(self, edge: str) -> str:
-        return f"ws://127.0.0.1:{self.proxy_port(edge)}/ws?stream={STREAM}"
+    def edge_ws(self, edge: str, stream: str = STREAM) -> str:
+        return f"ws://127.0.0.1:{self.proxy_port(edge)}/ws?stream={stream}"
 
     @property
     def direct_redis_url(self) -> str:
@@ -93,12 +94,13 @@ def start_topology(workdir: Path, auth_secret: str, gateway_args: list[str]) -> 
         kafka.start()
         kafka.create_topic(TOPIC, partitions=2)
         kafka.create_topic(DEAD_LETTER_TOPIC, partitions=1)
+        kafka.create_topic(ORDERS, partitions=2)
         toxiproxy.create_proxy("spark-kafka", kafka.spark_port, listen_port=kafka.proxy_port)
         toxiproxy.create_proxy("spark-redis", redis.port)
         for proxy in LINKS["gateway-redis"]:
             toxiproxy.create_proxy(proxy, redis.port)
         for index in range(GATEWAYS):
-            gateway = GatewayProcess(workdir / "gateways", topology.redis_url_via(f"gw{index}-redis"), [STREAM],
+            gateway = GatewayProcess(workdir / "gateways", topology.redis_url_via(f"gw{index}-redis"), [STREAM, ORDERS],
                                      *gateway_args, auth_secret=auth_secret)
             topology.gateways.append(gateway.start())
         topology.nginx = NginxBalancer(workdir / "nginx", [g.port for g in topology.gateways])

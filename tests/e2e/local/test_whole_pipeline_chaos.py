@@ -1,7 +1,8 @@
 """``sparkwire chaos``, short: the whole pipeline (producer, Kafka, Spark, Redis, three gateways behind
-nginx, 50 Python clients and the dashboard in Chromium) under the seeded fault schedule of every kind —
-driver, gateway, Redis and Kafka kills, toxiproxy faults on every link, frozen and returning clients —
-and every client's render checked against results computed from the produced events."""
+nginx, 50 Python clients and the dashboard in Chromium, and the orders example's job with its own clients)
+under the seeded fault schedule of every kind — driver, gateway, Redis and Kafka kills, toxiproxy faults on
+every link, frozen and returning clients — and every client's render checked against results computed from
+the produced events, every orders revision against the produced orders."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ CLIENTS = 50
 SEED = 7
 
 
-def test_a_short_chaos_run_delivers_every_result_exactly_once_to_every_client() -> None:
+def test_a_short_chaos_run_delivers_every_result_and_every_own_query_revision_exactly_once() -> None:
     started = time.monotonic()
     run = subprocess.run(
         [sys.executable, "-m", "sparkwire.cli", "chaos", "--minutes", str(MINUTES), "--seed", str(SEED),
@@ -37,4 +38,8 @@ def test_a_short_chaos_run_delivers_every_result_exactly_once_to_every_client() 
     assert {part.split()[0] for part in match[4].split(", ")} == {"driver", "gateway", "redis", "kafka", "net",
                                                                   "client"}
     assert "could not be applied" not in output
+    # The orders example (a team's own query, update mode) ran under the same faults, its driver killed too.
+    orders = re.search(r"\[chaos\] orders: (\d+) orders, (\d+) revisions in the log over (\d+) batches, 0 wrong", output)
+    assert orders is not None and int(orders[1]) > 500 and int(orders[2]) > 50, output[-3000:]
+    assert "orders client" not in output and "orders problem" not in output
     print(f"{last} ({time.monotonic() - started:.0f} s)")
