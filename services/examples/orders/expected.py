@@ -131,3 +131,13 @@ def latest(revisions: Revisions) -> dict[tuple[str, str], Revision]:
     for batch_id in sorted(revisions):
         final.update(revisions[batch_id])
     return final
+
+
+def expected_final(records: Iterable[dict[str, object]], window_ms: int,
+                   slide_ms: int) -> dict[tuple[str, str], Revision]:
+    """The newest revision of every result once every record was read and none was late: the orders of
+    ``records`` (as sent, repeats and malformed ones included) folded as one batch."""
+    orders = [Order(0, offset, str(r["orderId"]), str(r["region"]), Decimal(str(r["amount"])), int(str(r["ts"])))
+              for offset, r in enumerate(records) if "region" in r]
+    batch = BatchInput(0, 0, -1, {0: 0}, {0: len(orders)})
+    return latest(expected_revisions(orders, [batch], window_ms, slide_ms))

@@ -32,6 +32,22 @@ def load_orders(path: Path) -> list[Order]:
     return orders
 
 
+def generate(seed: int, count: int, start_ms: int, rate: float) -> list[dict[str, Any]]:
+    """``count`` orders with event times ``start_ms + n / rate`` and the records sent for them, in send
+    order (a repeat right after its order, a malformed record now and then): the same for the same arguments,
+    so a test can compute what the job must deliver without reading Kafka."""
+    rng = random.Random(seed)
+    records: list[dict[str, Any]] = []
+    for n in range(count):
+        order = {"orderId": f"o-{seed}-{n}", "region": rng.choice(REGIONS),
+                 "amount": str((Decimal(rng.randint(100, 99_999)) / 100).quantize(Decimal("0.01"))),
+                 "ts": start_ms + int(n * 1000 / rate)}
+        records += [order, order] if rng.random() < 0.02 else [order]
+        if rng.random() < 0.01:
+            records.append({"orderId": f"bad-{seed}-{n}", "amount": "not a number"})
+    return records
+
+
 def main(argv: list[str] | None = None) -> int:
     from confluent_kafka import Producer
 
@@ -40,10 +56,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--topic", default="orders")
     parser.add_argument("--rate", type=float, default=20.0, help="orders per second")
     parser.add_argument("--duration", type=float, default=60.0, help="seconds to produce for")
-    parser.add_argument("--orders-file", type=Path, required=True, help="JSON lines of every delivered record")
+    parser.add_argument("--orders-file", type=Path, help="JSON lines of every delivered record (with its position)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--count", type=int, default=0,
+                        help="send exactly this many orders (see generate), at --rate, instead of --duration")
+    parser.add_argument("--start-ms", type=int, default=0,
+                        help="with --count: event time of the first order (default: now)")
     args = parser.parse_args(argv)
+    if args.count:
+        return _send_counted(args)
 
+    if args.orders_file is None:
+        parser.error("--orders-file is needed with --duration")
     rng = random.Random(args.seed)
     producer = Producer({"bootstrap.servers": args.bootstrap_servers, "enable.idempotence": True})
     with args.orders_file.open("a") as out:
@@ -69,6 +93,30 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(max(0.0, started + n / args.rate - time.monotonic()))
         remaining = producer.flush(30)
     return 0 if remaining == 0 else 1
+
+
+def _send_counted(args: argparse.Namespace) -> int:
+    """``generate``'s records, paced at ``--rate`` orders per second of wall time."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": args.bootstrap_servers, "enable.idempotence": True})
+    failed: list[str] = []
+
+    def delivered(error: Any, _message: Any) -> None:
+        if error is not None:
+            failed.append(str(error))
+
+    started = time.monotonic()
+    start_ms = args.start_ms or int(time.time() * 1000)
+    for record in generate(args.seed, args.count, start_ms, args.rate):
+        if "ts" in record:
+            time.sleep(max(0.0, started + (record["ts"] - start_ms) / 1000 - time.monotonic()))
+        producer.produce(args.topic, key=str(record["orderId"]).encode(), value=json.dumps(record).encode(),
+                         on_delivery=delivered)
+        producer.poll(0)
+    remaining = producer.flush(60)
+    print(json.dumps({"sent": args.count, "startMs": start_ms, "failed": failed[:5], "undelivered": remaining}))
+    return 0 if remaining == 0 and not failed else 1
 
 
 if __name__ == "__main__":
