@@ -21,6 +21,8 @@ GATEWAY = REPO / "images" / "gateway" / "Dockerfile"
 AGGREGATOR = REPO / "images" / "aggregator" / "Dockerfile"
 AGGREGATE_PY = REPO / "images" / "aggregator" / "aggregate.py"
 ENTRY_FILE = "/opt/sparkwire/aggregate.py"
+RUN_MODULE_PY = REPO / "images" / "aggregator" / "run_module.py"
+RUN_MODULE_FILE = "/opt/sparkwire/run_module.py"
 # An exact release in the tag: 3.11.14-slim-bookworm, 4.0.0-scala2.13-java17-ubuntu, 3.9.11-eclipse-temurin-17.
 PINNED_TAG = re.compile(r"^\d+\.\d+\.\d+(-[A-Za-z0-9._-]+)?$")
 
@@ -148,6 +150,7 @@ def test_aggregator_image() -> None:
     assert final.all("WORKDIR") == ["/opt/spark/work-dir"]
     copies = final.all("COPY")
     assert f"images/aggregator/aggregate.py {ENTRY_FILE}" in copies
+    assert f"images/aggregator/run_module.py {RUN_MODULE_FILE}" in copies
     assert "--from=connector /build/jars/ /opt/spark/jars/" in copies
     assert "--from=spark /opt/java/openjdk /opt/java/openjdk" in copies
     connector = dockerfile.stage("connector")
@@ -162,7 +165,8 @@ def test_aggregator_image() -> None:
     checks = " ".join(final.all("RUN"))
     # The build fails unless the distribution, the connector and pyproject agree on Spark's version.
     for check in ('spark-core_2.13-${version}.jar', 'spark-sql-kafka-0-10_2.13-${version}.jar',
-                  "pyspark.__version__ == '${version}'", "aggregate.py --help", "spark-distribution.pth"):
+                  "pyspark.__version__ == '${version}'", "aggregate.py --help", "spark-distribution.pth",
+                  "run_module.py sparkwire.examples.orders --help"):
         assert check in checks
     assert "SPARKWIRE_SPARK_JARS" not in env, "the jars are on the classpath; spark.jars would ship them again"
 
@@ -179,6 +183,28 @@ def test_entry_file_runs_sparkwire_aggregate() -> None:
                           timeout=60, cwd=REPO / "images")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("usage: sparkwire aggregate")
+
+
+def test_module_launcher_is_what_the_chart_runs_for_module_jobs() -> None:
+    """A chart job given as ``module:`` runs ``local:///opt/sparkwire/run_module.py <module> <arguments>``."""
+    helpers = (CHART / "templates" / "_helpers.tpl").read_text()
+    assert f'"local://{RUN_MODULE_FILE}"' in helpers
+
+
+def test_module_launcher_runs_the_module_as_main(tmp_path: Path) -> None:
+    package = tmp_path / "teamjob"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "__main__.py").write_text(
+        "import sys\nprint(__name__, sys.argv[1:])\nsys.exit(3 if sys.argv[1:] == ['run', '--x'] else 0)\n")
+    done = subprocess.run([sys.executable, str(RUN_MODULE_PY), "teamjob", "run", "--x"], capture_output=True, text=True,
+                          timeout=60, cwd=tmp_path, env={"PYTHONPATH": str(tmp_path)})
+    assert (done.returncode, done.stdout.strip()) == (3, "__main__ ['run', '--x']"), done.stderr
+    orders = subprocess.run([sys.executable, str(RUN_MODULE_PY), "sparkwire.examples.orders", "--help"],
+                            capture_output=True, text=True, timeout=60)
+    assert orders.returncode == 0 and "{run,rebuild}" in orders.stdout, orders.stderr
+    usage = subprocess.run([sys.executable, str(RUN_MODULE_PY)], capture_output=True, text=True, timeout=60)
+    assert usage.returncode == 1 and "MODULE" in usage.stderr
 
 
 def _requirements_module() -> ModuleType:
