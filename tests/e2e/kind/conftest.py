@@ -11,7 +11,8 @@ SPARKWIRE_KIND=1 and without a cluster, every test is skipped with the reason; w
 not pass by skipping all of it.
 
 Order (``pytest_collection_modifyitems`` below): test_kind_chaos.py first (on the release as `make kind-up`
-installed it), then test_skaffold.py (skaffold redeploys the release), then test_helm_install.py, which
+installed it), then test_own_query.py (adds a job to the release with helm, rolls it back after), then
+test_skaffold.py (skaffold redeploys the release), then test_helm_install.py, which
 uninstalls the release and deletes its volumes, so it goes last and leaves a release installed from
 release.env's images.
 
@@ -119,14 +120,14 @@ def progress(message: str) -> None:
 
 # --- test order -------------------------------------------------------------------------------------------
 
-_MODULE_ORDER = {"test_kind_chaos.py": 0, "test_skaffold.py": 1, "test_helm_install.py": 2}
+_MODULE_ORDER = {"test_kind_chaos.py": 0, "test_own_query.py": 1, "test_skaffold.py": 2, "test_helm_install.py": 3}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The modules of this folder in the order the module docstring explains, each module's tests in file
     order; tests elsewhere keep their places (this hook sees the whole session's items)."""
     slots = [i for i, item in enumerate(items) if item.path.parent == HERE]
-    ordered = sorted((items[i] for i in slots), key=lambda item: _MODULE_ORDER.get(item.path.name, 1))
+    ordered = sorted((items[i] for i in slots), key=lambda item: _MODULE_ORDER.get(item.path.name, 2))
     for slot, item in zip(slots, ordered, strict=True):
         items[slot] = item
 
@@ -659,14 +660,16 @@ def new_production(release: Release, seconds: float, log: list[Entry], rate: flo
                       count=int(seconds * rate), rate=rate)
 
 
-def start_producer(kube: Kube, release: Release, production: Production) -> None:
+def start_kafka_client_job(kube: Kube, release: Release, name: str, command: list[str]) -> None:
+    """``command`` as a Job in the gateway image (which has the whole sparkwire package), labelled so that the
+    NetworkPolicies let it reach Kafka; run once (a retried producer would send its records twice)."""
     restricted = {"runAsNonRoot": True, "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
                   "seccompProfile": {"type": "RuntimeDefault"}}
     job = {
         "apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {"name": production.name, "labels": {"app.kubernetes.io/part-of": "sparkwire-e2e"}},
+        "metadata": {"name": name, "labels": {"app.kubernetes.io/part-of": "sparkwire-e2e"}},
         "spec": {
-            "backoffLimit": 0,  # a retried producer would send its events twice
+            "backoffLimit": 0,
             "ttlSecondsAfterFinished": 600,
             "template": {
                 "metadata": {"labels": {**KAFKA_CLIENT_LABEL, "app.kubernetes.io/part-of": "sparkwire-e2e"}},
@@ -677,7 +680,7 @@ def start_producer(kube: Kube, release: Release, production: Production) -> None
                                         "seccompProfile": {"type": "RuntimeDefault"}},
                     "containers": [{
                         "name": "produce", "image": release.gateway_image, "imagePullPolicy": "IfNotPresent",
-                        "command": production.args(release), "securityContext": restricted,
+                        "command": command, "securityContext": restricted,
                         "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
                     }],
                 },
@@ -685,23 +688,31 @@ def start_producer(kube: Kube, release: Release, production: Production) -> None
         },
     }
     kube.batch.create_namespaced_job(NAMESPACE, job)
+
+
+def start_producer(kube: Kube, release: Release, production: Production) -> None:
+    start_kafka_client_job(kube, release, production.name, production.args(release))
     kube.note(f"producer {production.name}: {production.count} events from {production.start_ms}")
 
 
 def wait_producer(kube: Kube, production: Production, timeout: float) -> None:
+    wait_job(kube, production.name, timeout)
+
+
+def wait_job(kube: Kube, name: str, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        status = kube.batch.read_namespaced_job_status(production.name, NAMESPACE).status
+        status = kube.batch.read_namespaced_job_status(name, NAMESPACE).status
         if status.succeeded:
             return
         if status.failed:
-            raise AssertionError(f"producer {production.name} failed; logs: {producer_logs(kube, production)}")
+            raise AssertionError(f"Job {name} failed; logs: {job_logs(kube, name)}")
         time.sleep(2)
-    raise AssertionError(f"producer {production.name} not done after {timeout}s")
+    raise AssertionError(f"Job {name} not done after {timeout}s")
 
 
-def producer_logs(kube: Kube, production: Production) -> str:
-    pods = kube.pods(f"job-name={production.name}")
+def job_logs(kube: Kube, name: str) -> str:
+    pods = kube.pods(f"job-name={name}")
     return "\n".join(kube.core.read_namespaced_pod_log(p.metadata.name, NAMESPACE, tail_lines=30) for p in pods)
 
 
