@@ -15,7 +15,7 @@ from sparkwire import logs
 from sparkwire.options import add_option, non_negative_int, positive_int
 from sparkwire.replaylog import Record
 from sparkwire.spark import Job, KafkaSource, SourceQuery, StreamSpec, Target, deliver_job
-from sparkwire.spark.main import rebuild, serve, session, stop_on_signals
+from sparkwire.spark.main import load_job, rebuild, serve, session, stop_on_signals
 from sparkwire.spark.records import ResultEncoder
 
 AGGREGATE_QUERY = "sparkwire-aggregate"
@@ -126,13 +126,19 @@ def add_rebuild_arguments(parser: argparse.ArgumentParser) -> None:
     add_option(parser, "--upto-batch", type=non_negative_int, default=0,
                help="rebuild the results of the batches below this one; 0: every batch the checkpoint's "
                     "commit log holds")
+    add_option(parser, "--job", default="",
+               help="a user's job instead of the metrics job: MODULE:NAME, NAME a sparkwire.spark.Job or a function "
+                    "returning one (e.g. sparkwire.examples.orders.job:job_from_environment); its own settings "
+                    "are used, the metrics options above are not")
 
 
 def run_rebuild(args: argparse.Namespace) -> int:
-    """``sparkwire rebuild``: exit 0 when the whole history was rebuilt, 3 when part of it is past retention."""
+    """``sparkwire rebuild``: exit 0 when the whole history was rebuilt, 3 when part of it is past retention,
+    2 when the job cannot be rebuilt."""
     logs.configure(args.log_level)
+    job = load_job(args.job) if args.job else metrics_job(args)
     spark = session(args, "sparkwire-rebuild")
     try:
-        return rebuild(metrics_job(args), spark, args.upto_batch or None)
+        return rebuild(job, spark, args.upto_batch or None)
     finally:
         spark.stop()

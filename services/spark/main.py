@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import logging
 import signal
 import sys
@@ -92,6 +93,19 @@ def _shut_down(queries: Sequence[Any], spark: Any) -> None:
         spark.stop()
     except (Py4JError, ConnectionError) as exc:
         log.info("spark already stopped", extra={"fields": {"reason": str(exc)}})
+
+
+def load_job(reference: str) -> Job:
+    """``MODULE:NAME``: the module's ``NAME``, a :class:`Job` or a function of no arguments returning one."""
+    module_name, _, name = reference.partition(":")
+    if not module_name or not name:
+        raise SystemExit(f"--job {reference!r}: expected MODULE:NAME, "
+                         "e.g. sparkwire.examples.orders.job:job_from_environment")
+    found = getattr(importlib.import_module(module_name), name, None)
+    job = found() if callable(found) and not isinstance(found, Job) else found
+    if not isinstance(job, Job):
+        raise SystemExit(f"--job {reference!r}: {name} is not a sparkwire.spark.Job nor a function returning one")
+    return job
 
 
 def rebuild(job: Job, spark: Any, upto: int | None, command: str = "sparkwire rebuild") -> int:

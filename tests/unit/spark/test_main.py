@@ -33,3 +33,13 @@ def test_the_environment_places_the_job(monkeypatch: pytest.MonkeyPatch) -> None
     assert (job.target.redis_url, job.target.checkpoint) == ("redis://other:6379/1", "/var/lib/ck")
     assert (job.query.source.bootstrap_servers, job.query.source.topic) == ("k2:9092", "orders")
     assert job.spec.stream == "orders-eu" and job.spec.key == "region"
+
+
+def test_a_job_is_found_by_module_and_name() -> None:
+    from sparkwire.spark.main import load_job
+
+    assert load_job("sparkwire.examples.orders.job:job_from_environment").spec.stream == "orders"
+    module = "sparkwire.examples.orders.job"
+    for bad in (module, f"{module}:ORDER", f"{module}:nope"):
+        with pytest.raises(SystemExit, match="--job"):
+            load_job(bad)
