@@ -15,7 +15,7 @@ from sparkwire import logs
 from sparkwire.options import add_option, non_negative_int, positive_int
 from sparkwire.replaylog import Record
 from sparkwire.spark import Job, KafkaSource, SourceQuery, StreamSpec, Target, deliver_job
-from sparkwire.spark.main import load_job, rebuild, serve, session, stop_on_signals
+from sparkwire.spark.main import add_runtime_arguments, load_job, rebuild, serve, session, stop_on_signals
 from sparkwire.spark.records import ResultEncoder
 
 AGGREGATE_QUERY = "sparkwire-aggregate"
@@ -41,15 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_option(parser, "--watermark-delay-ms", type=non_negative_int, default=5_000,
                help="how late an event may arrive before its window is closed")
     add_option(parser, "--trigger-ms", type=positive_int, default=1_000, help="micro-batch trigger interval")
-    add_option(parser, "--shuffle-partitions", type=positive_int, default=2,
-               help="spark.sql.shuffle.partitions (Spark's 200 is slow for small state)")
-    add_option(parser, "--master", default="local[2]",
-               help="Spark master; empty to leave it to spark-submit (as under the Spark operator)")
-    add_option(parser, "--spark-jars", default="",
-               help="directory of the Kafka connector jars; empty: .cache/spark-jars when present")
     add_option(parser, "--metrics-port", type=non_negative_int, default=0,
                help="port of the Prometheus endpoint, 0 for none")
-    add_option(parser, "--log-level", default="INFO", help="log level")
+    add_runtime_arguments(parser)  # --master, --spark-jars, --shuffle-partitions, --log-level
 
 
 def metrics_spec(stream: str) -> StreamSpec:

@@ -113,14 +113,10 @@ def create_app(gateway: Gateway) -> Starlette:
             metrics.CONNECTIONS.labels(stream=stream).dec()
 
     async def snapshot(request: Request) -> Response:
-        stream = request.query_params.get("stream", "")
         # The stream's whole current state: the same token as a hello, as a bearer header.
-        refused = bearer.refusal(request, gateway.connection.auth_secret, stream)
-        if refused is not None:
-            return refused
-        hub = gateway.hubs.get(stream)
-        if hub is None:
-            return JSONResponse({"error": f"stream {stream!r} is not served here"}, status_code=404)
+        hub = bearer.requested(request, gateway.connection.auth_secret, gateway.hubs)
+        if isinstance(hub, Response):
+            return hub
         try:
             snap = await hub.log.snapshot()
         except RedisError:

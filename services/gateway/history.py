@@ -51,13 +51,9 @@ def encode_history(history: History, last: int) -> str:
 
 def history_endpoint(hubs: Mapping[str, StreamHub], auth_secret: str) -> Callable[[Request], Awaitable[Response]]:
     async def history(request: Request) -> Response:
-        stream = request.query_params.get("stream", "")
-        refused = bearer.refusal(request, auth_secret, stream)
-        if refused is not None:
-            return refused
-        hub = hubs.get(stream)
-        if hub is None:
-            return JSONResponse({"error": f"stream {stream!r} is not served here"}, status_code=404)
+        hub = bearer.requested(request, auth_secret, hubs)
+        if isinstance(hub, Response):
+            return hub
         try:
             last = parse_last(request.query_params.get("last"))
         except ValueError as error:

@@ -26,20 +26,16 @@ def streams_endpoint(hubs: Mapping[str, StreamHub], auth_secret: str) -> Endpoin
 
 def descriptor_endpoint(hubs: Mapping[str, StreamHub], auth_secret: str) -> Endpoint:
     async def descriptor(request: Request) -> Response:
-        stream = request.query_params.get("stream", "")
-        refused = bearer.refusal(request, auth_secret, stream)
-        if refused is not None:
-            return refused
-        hub = hubs.get(stream)
-        if hub is None:
-            return JSONResponse({"error": f"stream {stream!r} is not served here"}, status_code=404)
+        hub = bearer.requested(request, auth_secret, hubs)
+        if isinstance(hub, Response):
+            return hub
         try:
             document = await hub.log.descriptor()
         except RedisError:
             metrics.REDIS_ERRORS.labels(operation="descriptor").inc()
             return JSONResponse({"error": "redis unavailable"}, status_code=503)
         if document is None:
-            return JSONResponse({"error": f"stream {stream!r} has no descriptor (its writer stored none yet)"},
+            return JSONResponse({"error": f"stream {hub.stream!r} has no descriptor (its writer stored none yet)"},
                                 status_code=404)
         return Response(document, media_type="application/json")
 

@@ -109,3 +109,17 @@ def sent_acks(page: Page, index: int) -> list[dict[str, Any]]:
 
 def events(page: Page, kind: str) -> list[list[Any]]:
     return [event[1:] for event in page.evaluate("window.events") if event[0] == kind]
+
+
+def wait_js(page: Page, predicate: str, arg: object = None) -> None:
+    """Wait until ``predicate`` holds on the dashboard page, with ``d`` its hooks (``window.__sparkwire``) and
+    ``c`` its client; fails with the client's stats, the history load, the chart counts and recent statuses."""
+    try:
+        page.wait_for_function(
+            f"arg => {{ const d = window.__sparkwire; const c = d?.client; return !!c && ({predicate}); }}",
+            arg=arg, polling=100, timeout=WAIT_MS)
+    except Exception as error:
+        state = page.evaluate("({stats: window.__sparkwire?.client?.stats(), load: window.__sparkwire?.historyLoad,"
+                              " charts: window.__sparkwire?.chartStats,"
+                              " statuses: window.__sparkwire?.statuses?.slice(-5)})")
+        raise AssertionError(f"{predicate} (arg {arg}) did not hold: {state}") from error

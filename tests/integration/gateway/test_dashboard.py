@@ -17,7 +17,7 @@ from sparkwire.replaylog import Record, ReplayLogReader
 from sparkwire.stack import Committer, GatewayProcess
 from sparkwire.verify.expected import WindowResult, expected_results
 
-from .browser import WAIT_MS
+from .browser import WAIT_MS, wait_js
 
 METRICS = ["checkout.latency_ms", "api.requests", "queue.depth"]
 WINDOW_MS = 10_000
@@ -90,16 +90,6 @@ class WindowCommitter(Committer):
 
 
 
-def wait_js(page: Page, predicate: str, arg: object = None) -> None:
-    """Wait until ``predicate`` holds, with ``d`` the page's hooks and ``c`` its client."""
-    try:
-        page.wait_for_function(
-            f"arg => {{ const d = window.__sparkwire; const c = d?.client; return !!c && ({predicate}); }}",
-            arg=arg, polling=100, timeout=WAIT_MS)
-    except Exception as error:
-        state = page.evaluate("({stats: window.__sparkwire?.client?.stats(), charts: window.__sparkwire?.chartStats,"
-                              " statuses: window.__sparkwire?.statuses.slice(-5)})")
-        raise AssertionError(f"{predicate} (arg {arg}) did not hold: {state}") from error
 
 
 def tamper_on_next_load(page: Page, stream: str, client_seq: int, history_seq: int | None) -> None:

@@ -22,7 +22,7 @@ from playwright.sync_api import Browser, Page, Route
 from sparkwire.replaylog import Record, ReplayLogReader, ReplayLogWriter
 from sparkwire.stack import GatewayProcess
 
-from .browser import WAIT_MS, scripted_page, socket_opened
+from .browser import WAIT_MS, scripted_page, socket_opened, wait_js
 
 WINDOW_MS = 10_000
 BASE_MS = 1_700_000_000_000
@@ -90,16 +90,6 @@ def open_dashboard(browser: Browser, console: list[str], url: str) -> Page:
     return page
 
 
-def wait_js(page: Page, predicate: str, arg: object = None) -> None:
-    """Wait until ``predicate`` holds, with ``d`` the page's hooks and ``c`` its client."""
-    try:
-        page.wait_for_function(
-            f"arg => {{ const d = window.__sparkwire; const c = d?.client; return !!c && ({predicate}); }}",
-            arg=arg, polling=100, timeout=WAIT_MS)
-    except Exception as error:
-        state = page.evaluate("({stats: window.__sparkwire?.client?.stats(), load: window.__sparkwire?.historyLoad,"
-                              " charts: window.__sparkwire?.chartStats, statuses: window.__sparkwire?.statuses})")
-        raise AssertionError(f"{predicate} (arg {arg}) did not hold: {state}") from error
 
 
 def drawn_ids(page: Page) -> dict[str, list[str]]:

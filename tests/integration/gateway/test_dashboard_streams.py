@@ -30,7 +30,7 @@ from sparkwire.spark.records import ResultEncoder
 from sparkwire.spark.stream import StreamSpec
 from sparkwire.stack import GatewayProcess, RedisServer
 
-from .test_dashboard_history import wait_js
+from .browser import wait_js
 
 ROOT = Path(__file__).resolve().parents[3]
 DOCS_IMAGE = ROOT / "docs" / "images" / "dashboard-orders.png"
