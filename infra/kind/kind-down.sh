@@ -4,6 +4,12 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 export PATH="${SPARKWIRE_CACHE:-$ROOT/.cache}/kind/bin:$PATH"
+# An installed engine that is not running (after a reboot) still holds the containers of a cluster made
+# before it, and they start again with it: start it so the cluster is deleted now, not revived by kind-up
+# with whatever state it had (once: a helm release stuck mid-upgrade).
+if command -v dockerd >/dev/null && ! docker info >/dev/null 2>&1; then
+  bash "$ROOT/infra/kind/docker-engine.sh"
+fi
 if command -v kind >/dev/null; then
   kind delete cluster --name sparkwire
   exit 0

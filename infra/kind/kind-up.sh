@@ -159,6 +159,18 @@ ENV
 
 if [[ "${SPARKWIRE_KIND_SKIP_RELEASE:-0}" != 1 ]]; then
   header "helm upgrade --install $RELEASE (namespace $NAMESPACE)"
+  # A helm process killed mid-operation (a session or test ended under it) leaves the release pending-*,
+  # and every later upgrade fails with "another operation is in progress": undo the unfinished operation.
+  status="$(helm --kube-context "$CONTEXT" -n "$NAMESPACE" status "$RELEASE" -o json 2>/dev/null \
+    | python3 -c 'import json,sys; print(json.load(sys.stdin)["info"]["status"])' 2>/dev/null || true)"
+  case "$status" in
+    pending-install)
+      echo "release $RELEASE is $status (an install was interrupted): uninstalling it first"
+      helm --kube-context "$CONTEXT" -n "$NAMESPACE" uninstall "$RELEASE" --wait ;;
+    pending-upgrade | pending-rollback)
+      echo "release $RELEASE is $status (an operation was interrupted): rolling back to the last deployed revision"
+      helm --kube-context "$CONTEXT" -n "$NAMESPACE" rollback "$RELEASE" --wait --timeout 5m ;;
+  esac
   timed release helm --kube-context "$CONTEXT" upgrade --install "$RELEASE" "$ROOT/charts/sparkwire" \
     --namespace "$NAMESPACE" --create-namespace \
     --values "$ROOT/charts/sparkwire/ci/kind-values.yaml" --values "$ROOT/tests/e2e/kind/e2e-values.yaml" \
