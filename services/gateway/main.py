@@ -16,6 +16,8 @@ from types import FrameType
 
 import redis.asyncio as redis_async
 import uvicorn
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialWithJitterBackoff
 
 from sparkwire import logs
 from sparkwire.gateway.app import Gateway, create_app
@@ -78,9 +80,14 @@ def run(args: argparse.Namespace) -> int:
     # instead of failing the call, which would close clients with 4503.
     # Each stream's hub holds one connection in a blocking XREAD for good: on top of the pool for the
     # connections' calls, or a pod serving more streams than the pool size never gets ready.
+    # Retry: a pooled connection that died with a Redis restart or failover fails its next command; every
+    # command the gateway sends is a read or an idempotent HSET/EXPIRE, so it is resent on a new connection
+    # (a few tries, ~50 ms apart, doubling) instead of closing a client with 4503.
     pool = redis_async.BlockingConnectionPool.from_url(args.redis_url,
                                                        max_connections=args.redis_pool_size + len(streams),
-                                                       timeout=5, health_check_interval=10)
+                                                       timeout=5, health_check_interval=10,
+                                                       retry=Retry(ExponentialWithJitterBackoff(base=0.05, cap=1.0),
+                                                                   retries=3))
     client = redis_async.Redis(connection_pool=pool)
     gateway = Gateway(
         client=client, streams=streams, connection=connection_settings(args),
