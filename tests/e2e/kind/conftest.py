@@ -681,7 +681,8 @@ def start_kafka_client_job(kube: Kube, release: Release, name: str, command: lis
                     "containers": [{
                         "name": "produce", "image": release.gateway_image, "imagePullPolicy": "IfNotPresent",
                         "command": command, "securityContext": restricted,
-                        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
+                        # 50m: within the node's CPU budget beside a user's job (tests/chart/test_kind_budget.py).
+                        "resources": {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
                     }],
                 },
             },

@@ -57,9 +57,9 @@ def orders_job(tools: Tools, kube: Kube, tmp_path: Path) -> Iterator[str]:
     path.write_text(yaml.safe_dump(values))
     revision = int(tools.helm_status()["version"])
     progress(f"helm upgrade: the orders job {name} on stream {name}")
-    tools.helm("upgrade", RELEASE, str(CHART), "--namespace", NAMESPACE, "--reuse-values", "-f", str(path),
-               *tools.image_values(), "--wait", "--timeout", "5m", timeout=420)
-    try:
+    try:  # rolled back even when the upgrade fails: a release left failed would fail the tests after this one
+        tools.helm("upgrade", RELEASE, str(CHART), "--namespace", NAMESPACE, "--reuse-values", "-f", str(path),
+                   *tools.image_values(), "--wait", "--timeout", "5m", timeout=420)
         kube.wait_rolled_out()
         yield name
     finally:
