@@ -137,7 +137,8 @@ def expected_final(records: Iterable[dict[str, object]], window_ms: int,
                    slide_ms: int) -> dict[tuple[str, str], Revision]:
     """The newest revision of every result once every record was read and none was late: the orders of
     ``records`` (as sent, repeats and malformed ones included) folded as one batch."""
+    sent = list(records)
     orders = [Order(0, offset, str(r["orderId"]), str(r["region"]), Decimal(str(r["amount"])), int(str(r["ts"])))
-              for offset, r in enumerate(records) if "region" in r]
-    batch = BatchInput(0, 0, -1, {0: 0}, {0: len(orders)})
+              for offset, r in enumerate(sent) if "region" in r]
+    batch = BatchInput(0, 0, -1, {0: 0}, {0: len(sent)})  # offsets count every record sent, malformed ones too
     return latest(expected_revisions(orders, [batch], window_ms, slide_ms))

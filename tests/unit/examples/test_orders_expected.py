@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from decimal import Decimal
 
 from sparkwire.examples.orders.expected import (
@@ -45,8 +46,16 @@ def test_the_final_values_do_not_depend_on_how_batches_cut_the_input() -> None:
     records = generate(seed=3, count=400, start_ms=1_764_000_000_000, rate=50)
     orders = [order(i, str(r["orderId"]), str(r["region"]), str(r["amount"]), int(r["ts"]))
               for i, r in enumerate(records) if "region" in r]
-    cuts = [0, 97, 250, len(orders)]
+    cuts = [0, 97, 250, len(records)]  # offsets of every record sent: the last orders sit past len(orders)
     batches = [BatchInput(b, 0, -1, {0: cuts[b]}, {0: cuts[b + 1]}) for b in range(3)]
-    assert latest(expected_revisions(orders, batches, 10_000, 5_000)) == expected_final(records, 10_000, 5_000)
+    final = expected_final(records, 10_000, 5_000)
+    assert latest(expected_revisions(orders, batches, 10_000, 5_000)) == final
+    # Independently: each result counts the distinct orders of its region in its window, the last ones too.
+    distinct = {str(r["orderId"]): r for r in records if "region" in r}
+    for (start, region), revision in final.items():
+        begin = int(dt.datetime.fromisoformat(start).timestamp() * 1000)
+        assert revision.orders == sum(1 for r in distinct.values()
+                                      if r["region"] == region and begin <= int(r["ts"]) < begin + 10_000)
+    assert sum(r.orders for r in final.values()) == 2 * len(distinct)  # sliding by half: each order in 2 windows
     assert generate(seed=3, count=400, start_ms=1_764_000_000_000, rate=50) == records
     assert any(r.get("amount") == "not a number" for r in records) or len(records) > 400
