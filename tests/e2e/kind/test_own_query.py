@@ -128,7 +128,12 @@ def test_own_query_orders_job_on_kind_through_a_driver_kill_and_a_lost_log(
             "python", "-m", "sparkwire.examples.orders.produce", "--bootstrap-servers", release.bootstrap_servers,
             "--topic", stream, "--count", str(count), "--rate", str(RATE), "--seed", str(seed),
             "--start-ms", str(start_ms)])
-        time.sleep(20)
+        # The kill and the loss come once the job has committed (its first batch can take over 20 s when
+        # the node is busy: a loss before any commit would lose nothing).
+        deadline = time.monotonic() + 240
+        while redis_link.meta(stream).last_seq == 0:
+            assert time.monotonic() < deadline, f"the orders job committed nothing in 240 s: {kube.events[-10:]}"
+            time.sleep(2)
         driver = kube.running(driver_selector(stream))[0]
         progress(f"deleting the orders driver {driver.metadata.name}")
         kube.delete_pod(driver.metadata.name, grace_seconds=0)
