@@ -189,9 +189,14 @@ class ClientSession:
                 continue
             moved += 1
             self._epoch = frame.epoch
-            # The seq is taken either way (the next seq follows it); only a new result is applied.
+            # The seq is taken either way (the next seq follows it); only a new result is applied (rendered).
             if not self._deduper.is_duplicate(entry.processing_id):
                 self._apply(entry)
+            else:
+                # Still the newest item of its key in the log: after a lost log, the batch the killed
+                # driver had committed comes again in the new epoch, after that epoch's snapshot, which
+                # holds the older revision. The state follows the log; nothing is rendered twice.
+                self.state[entry.key] = StateItem(seq=entry.seq, processing_id=entry.processing_id, data=entry.data)
         if moved:
             self._mark_progress(moved)
         return Reaction(send=self.due_acks())

@@ -94,6 +94,22 @@ def test_repeated_seqs_and_repeated_processing_ids_are_dropped_and_counted() -> 
     assert session.gaps == 0
 
 
+def test_a_revision_seen_before_a_new_epoch_comes_again_after_its_snapshot_and_updates_the_state_once() -> None:
+    """A lost log: revision @7 reached the client in e1; the rebuilt epoch e2's snapshot holds @6 (the rebuild
+    stops before the batch being run), then the job commits @7 again. Rendered once, state at @7."""
+    session = connected()
+    session.handle(entries(entry(1, pid="w@6"), entry(2, pid="w@7")))
+    session.begin_connection()
+    session.handle(welcome(recovered=False, reset="epoch_mismatch", epoch="e2"))
+    for part in snapshot(1, {"k": (1, "w@6")}, epoch="e2"):
+        session.handle(part)
+    assert session.state["k"].processing_id == "w@6"
+    session.handle(entries(entry(2, pid="w@7"), epoch="e2"))
+    assert session.applied == [(1, "w@6"), (2, "w@7")]  # each revision rendered once
+    assert (session.state["k"].processing_id, session.state["k"].seq) == ("w@7", 2)  # as the log's newest
+    assert session.duplicates == 1 and session.gaps == 0
+
+
 def test_a_gap_stops_applying_asks_to_resume_and_keeps_the_cursor_before_the_hole() -> None:
     session = connected()
     reaction = session.handle(entries(entry(1), entry(2)))
