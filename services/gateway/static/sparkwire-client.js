@@ -381,11 +381,11 @@ export class SparkwireClient {
       this.lastSeq = entry.seq;
       moved += 1;
       this.epoch = frame.epoch;
-      // The seq is taken either way (the next seq follows it); only a new result is applied.
-      if (!this.deduper.isDuplicate(entry.processingId)) {
-        this.state.set(entry.key, { seq: entry.seq, processingId: entry.processingId, data: entry.data });
-        safely(this.options.onEntry, entry);
-      }
+      // The seq is taken either way (the next seq follows it); only a new result is applied (onEntry). The
+      // state follows the log's newest item per key even for a skipped duplicate: after a lost log, the batch
+      // the killed driver had committed comes again after the new epoch's snapshot (session.py does the same).
+      this.state.set(entry.key, { seq: entry.seq, processingId: entry.processingId, data: entry.data });
+      if (!this.deduper.isDuplicate(entry.processingId)) safely(this.options.onEntry, entry);
     }
     if (moved) this._markProgress(conn, moved);
     return { send: this._dueAcks(conn) };
