@@ -1,19 +1,22 @@
-"""Commits Spark micro-batches into a stream's replay log through ``lua/commit_chunk.lua``."""
+"""Commits Spark micro-batches into a stream's replay log: every chunk staged by ``lua/stage_chunk.lua``,
+then the batch published by ``lua/publish_batch.lua``, each step waited on until enough replicas hold it."""
 
 from __future__ import annotations
 
 import secrets
 from collections.abc import Callable, Sequence
 from importlib import resources
+from typing import Any
 
 import redis
-from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_exponential_jitter
+from tenacity import retry, retry_if_exception, stop_after_delay, wait_exponential_jitter
 
 from sparkwire.replaylog.keys import StreamKeys
 from sparkwire.replaylog.model import BatchCommit, ChunkResult, ChunkStatus, Record
 
 DEFAULT_CHUNK_SIZE = 500
 DEFAULT_RETENTION = 100_000
+DEFAULT_REPLICA_TIMEOUT_MS = 2_000
 
 # Redis losing the staging hash mid-batch (a restart without AOF) asks for the batch again; more than a
 # couple of times in a row means something else is writing the stream.
@@ -21,7 +24,8 @@ _RESTAGE_ATTEMPTS = 3
 _STATUSES: dict[str, ChunkStatus] = {"committed": "committed", "staged": "staged", "replayed": "replayed"}
 
 _LUA = resources.files("sparkwire.replaylog").joinpath("lua")
-_COMMIT_SOURCE = _LUA.joinpath("commit_chunk.lua").read_text()
+_STAGE_SOURCE = _LUA.joinpath("stage_chunk.lua").read_text()
+_PUBLISH_SOURCE = _LUA.joinpath("publish_batch.lua").read_text()
 _MARK_REBUILD_SOURCE = _LUA.joinpath("mark_rebuild.lua").read_text()
 
 
@@ -33,6 +37,32 @@ class EpochFenced(RuntimeError):
         super().__init__(f"stream epoch is {found!r}, the writer expected {expected!r}: the log was lost")
         self.expected = expected
         self.found = found
+
+
+class TailLost(RuntimeError):
+    """The log's marker of this query is more than one batch behind the batch being committed: Redis lost
+    batches it had published while keeping the epoch (a failover to a replica that lacked them, a restore of
+    an older snapshot). Nothing of the batch was written. The caller starts a new epoch and rebuilds
+    (:meth:`ReplayLogWriter.mark_rebuild` with ``lost_tail_of``); appending after the hole would be silent loss."""
+
+    def __init__(self, epoch: str, last_batch: int, batch_id: int) -> None:
+        super().__init__(f"the log of epoch {epoch!r} ends at batch {last_batch} but batch {batch_id} follows "
+                         f"batch {batch_id - 1}: batches {last_batch + 1}..{batch_id - 1} were lost")
+        self.epoch = epoch
+        self.last_batch = last_batch
+        self.batch_id = batch_id
+
+
+class NotReplicated(RuntimeError):
+    """Fewer replicas than required acknowledged a step of the commit in time (retried, then raised)."""
+
+
+def _transient(error: BaseException) -> bool:
+    """Worth sending the batch again: the step is idempotent and Redis may be failing over."""
+    if isinstance(error, redis.ResponseError) and not isinstance(error, redis.ReadOnlyError):
+        # min-replicas-to-write refused a write: the primary has lost its replicas, for now.
+        return str(error).startswith("NOREPLICAS")
+    return isinstance(error, (redis.ConnectionError, redis.TimeoutError, redis.ReadOnlyError, NotReplicated))
 
 
 def plan_chunks(records: Sequence[Record], chunk_size: int, *, ordered: bool = False) -> list[list[Record]]:
@@ -58,7 +88,11 @@ def _decode(raw: bytes | str | int) -> str:
 
 
 class ReplayLogWriter:
-    """The only writer of a stream's log. Safe to call again with a batch it already committed."""
+    """The only writer of a stream's log. Safe to call again with a batch it already committed.
+
+    ``replicas``: how many replicas must hold a staged batch before it is published, and the published batch
+    before :meth:`commit_batch` returns (Redis ``WAIT``, up to ``replica_timeout_ms`` each time). 0 for a
+    Redis without replicas. See docs/replay-log.md, "Across a failover"."""
 
     def __init__(
         self,
@@ -69,23 +103,30 @@ class ReplayLogWriter:
         chunk_size: int = DEFAULT_CHUNK_SIZE,
         prefix: str | None = None,
         retry_for_seconds: float = 30.0,
+        replicas: int = 0,
+        replica_timeout_ms: int = DEFAULT_REPLICA_TIMEOUT_MS,
     ) -> None:
         if retention < 1:
             raise ValueError(f"retention must be >= 1, got {retention}")
+        if replicas < 0:
+            raise ValueError(f"replicas must be >= 0, got {replicas}")
         self.keys = StreamKeys(stream) if prefix is None else StreamKeys(stream, prefix)
         self.client = client
         self.retention = retention
         self.chunk_size = chunk_size
-        self._script = client.register_script(_COMMIT_SOURCE)
+        self.replicas = replicas
+        self.replica_timeout_ms = replica_timeout_ms
+        self._stage = client.register_script(_STAGE_SOURCE)
+        self._publish = client.register_script(_PUBLISH_SOURCE)
         self._mark_rebuild = client.register_script(_MARK_REBUILD_SOURCE)
-        # A chunk whose reply was lost is simply sent again: the marker or the staging hash makes the second
-        # call a no-op.
-        self._commit_chunk = retry(
-            retry=retry_if_exception_type((redis.ConnectionError, redis.TimeoutError)),
+        # A step whose reply was lost, or that met a failover, is simply sent again, from the batch's first
+        # chunk: a chunk already staged and a batch already published are no-ops the second time.
+        self._commit_with_retries = retry(
+            retry=retry_if_exception(_transient),
             wait=wait_exponential_jitter(multiplier=0.05, max=2.0, jitter=0.05),
             stop=stop_after_delay(retry_for_seconds),
             reraise=True,
-        )(self._commit_chunk_once)
+        )(self._commit_once)
 
     def commit_batch(
         self,
@@ -96,23 +137,34 @@ class ReplayLogWriter:
         between_chunks: Callable[[int, ChunkResult], None] | None = None,
         fence: str = "",
         ordered: bool = False,
+        consecutive: bool = True,
     ) -> BatchCommit:
-        """Commit ``records`` as batch ``batch_id``: readers see all of it, once, when its last chunk is
-        committed. ``between_chunks(i, result)`` runs after each chunk but the last (a seam for fault
-        injection). With a ``fence`` (an epoch), :class:`EpochFenced` is raised, nothing written by that
-        chunk, unless the stream still has that epoch. ``ordered``: see :func:`plan_chunks`."""
+        """Commit ``records`` as batch ``batch_id``: readers see all of it, once, when it is published.
+        ``between_chunks(i, result)`` runs after each chunk is staged but the last (a seam for fault
+        injection). With a ``fence`` (an epoch), :class:`EpochFenced` is raised, nothing written, unless the
+        stream still has that epoch. ``ordered``: see :func:`plan_chunks`. ``consecutive``: the batch ids
+        are Spark's own (each follows the one before), so a log whose marker is further behind lost its tail:
+        :class:`TailLost`; False for a rebuild, which commits only batches with results."""
         chunks = plan_chunks(records, self.chunk_size, ordered=ordered)
+        return self._commit_with_retries(query_id, batch_id, chunks, between_chunks, fence, consecutive)
+
+    def _commit_once(
+        self, query_id: str, batch_id: int, chunks: list[list[Record]],
+        between_chunks: Callable[[int, ChunkResult], None] | None, fence: str, consecutive: bool,
+    ) -> BatchCommit:
         for _attempt in range(_RESTAGE_ATTEMPTS):
-            results: list[ChunkResult] = []
+            staged: list[ChunkResult] = []
             for index, chunk in enumerate(chunks):
-                result = self._commit_chunk(query_id, batch_id, index, len(chunks), chunk, fence)
+                result = self._stage_chunk(query_id, batch_id, index, len(chunks), chunk, fence, consecutive)
                 if result is None:
                     break  # the staged chunks are gone: send the batch again from its first chunk
-                results.append(result)
+                staged.append(result)
                 if between_chunks is not None and index < len(chunks) - 1:
                     between_chunks(index, result)
             else:
-                return BatchCommit(batch_id=batch_id, chunks=tuple(results))
+                published = self._publish_batch(query_id, batch_id, len(chunks), fence)
+                if published is not None:
+                    return BatchCommit(batch_id=batch_id, chunks=(*staged[:-1], published))
         raise RuntimeError(
             f"batch {batch_id}: its staged chunks vanished {_RESTAGE_ATTEMPTS} times in a row; is another "
             "writer committing to this stream?"
@@ -128,28 +180,62 @@ class ReplayLogWriter:
         sink writes it again whenever the log is found lost."""
         self.client.set(self.keys.descriptor, document)
 
-    def mark_rebuild(self, lost_before_ms: int | None, lost_records: int) -> str:
+    def mark_rebuild(self, lost_before_ms: int | None, lost_records: int, *, lost_tail_of: str = "") -> str:
         """Open a rebuild of a lost log (``lua/mark_rebuild.lua``): create the epoch if the stream has none,
+        or replace ``lost_tail_of`` (the epoch of a log that lost its tail, :class:`TailLost`) by a new one;
         count the rebuild, and mark the history before ``lost_before_ms`` as lost (None: nothing lost).
         Returns the stream's epoch, which the rebuilt and the live batches then fence on."""
         lost = -1 if lost_before_ms is None else lost_before_ms
-        epoch = self._mark_rebuild(keys=[self.keys.meta], args=[secrets.token_hex(8), lost, lost_records])
+        epoch = self._mark_rebuild(keys=[self.keys.meta],
+                                   args=[secrets.token_hex(8), lost, lost_records, lost_tail_of])
         return _decode(epoch)
 
-    def _commit_chunk_once(
-        self, query_id: str, batch_id: int, index: int, count: int, chunk: Sequence[Record], fence: str = ""
+    def _run(self, script: Any, args: Sequence[str | int]) -> list[Any]:
+        """Run one commit script and, on the same connection, ``WAIT`` for the replicas: WAIT counts the
+        writes of the connection it is sent on. Every reply that lets the commit go on follows a write
+        (a replay is counted), so the WAIT covers everything the batch wrote before it."""
+        keys = [*self.keys.all(), self.keys.staging]
+        if self.replicas == 0:
+            return list(script(keys=keys, args=args))
+        pipe = self.client.pipeline(transaction=False)
+        script(keys=keys, args=args, client=pipe)
+        pipe.execute_command("WAIT", self.replicas, self.replica_timeout_ms)
+        reply, acknowledged = pipe.execute()
+        reply = list(reply)
+        if _decode(reply[0]) in ("restage", "fenced", "behind"):
+            return reply  # nothing was written: nothing to wait for
+        if int(acknowledged) < self.replicas:
+            raise NotReplicated(f"{acknowledged} of {self.replicas} replicas acknowledged the commit within "
+                                f"{self.replica_timeout_ms} ms")
+        return reply
+
+    def _stage_chunk(
+        self, query_id: str, batch_id: int, index: int, count: int, chunk: Sequence[Record], fence: str = "",
+        consecutive: bool = True,
     ) -> ChunkResult | None:
         """The chunk's result, or None when the script asks for the batch again from its first chunk."""
-        # A fresh candidate every call: after Redis lost the log, the epoch this writer created before
-        # must not come back (readers tell a lost log by its epoch). A retried chunk whose first call
-        # created the epoch finds it there and ignores the candidate.
-        candidate = secrets.token_hex(8)
-        args: list[str | int] = [query_id, batch_id, index, count, candidate, self.retention, fence]
+        args: list[str | int] = [query_id, batch_id, index, count, "1" if consecutive else "0", 0, fence]
         for record in chunk:
             args.extend((record.processing_id, record.key, record.payload))
-        status, epoch, first_seq, last_seq, appended, duplicates = self._script(
-            keys=[*self.keys.all(), self.keys.staging], args=args
-        )
+        # Only the last chunk needs the replicas: WAIT covers every write before it too.
+        reply = self._run(self._stage, args) if index == count - 1 else list(
+            self._stage(keys=[*self.keys.all(), self.keys.staging], args=args))
+        if _decode(reply[0]) == "behind":
+            last_batch = self.client.hget(self.keys.meta, "last_batch")
+            raise TailLost(_decode(reply[1]), int(_decode(last_batch)) if last_batch is not None else -1, batch_id)
+        return self._chunk_result(reply, fence)
+
+    def _publish_batch(self, query_id: str, batch_id: int, count: int, fence: str) -> ChunkResult | None:
+        """The published batch's result, or None when its staged chunks are gone (stage them again)."""
+        # A fresh candidate every call: after Redis lost the log, the epoch this writer created before
+        # must not come back (readers tell a lost log by its epoch). A retried publish whose first call
+        # created the epoch finds it there and ignores the candidate.
+        args: list[str | int] = [query_id, batch_id, 0, count, secrets.token_hex(8), self.retention, fence]
+        return self._chunk_result(self._run(self._publish, args), fence)
+
+    @staticmethod
+    def _chunk_result(reply: Sequence[Any], fence: str) -> ChunkResult | None:
+        status, epoch, first_seq, last_seq, appended, duplicates = reply
         status_text = _decode(status)
         if status_text == "restage":
             return None

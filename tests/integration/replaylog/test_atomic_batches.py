@@ -29,7 +29,7 @@ def visible(redis: redis_lib.Redis, writer: ReplayLogWriter) -> tuple[int, int, 
 def stage(writer: ReplayLogWriter, query: str, batch_id: int, records: list[Record], upto: int) -> list[str]:
     """Send chunks 0..upto-1 of the batch the way the writer cuts it; their statuses."""
     chunks = plan_chunks(records, writer.chunk_size)
-    results = [writer._commit_chunk_once(query, batch_id, i, len(chunks), chunks[i]) for i in range(upto)]
+    results = [writer._stage_chunk(query, batch_id, i, len(chunks), chunks[i]) for i in range(upto)]
     return [r.status if r is not None else "restage" for r in results]
 
 
@@ -117,7 +117,7 @@ def test_a_new_query_abandons_a_staged_batch_without_leaking_it(redis: redis_lib
     assert meta.counters["query_changes"] == 1
     # The old driver's last chunk arriving late is refused: what it follows is gone.
     chunks = plan_chunks(abandoned, 2)
-    assert writer._commit_chunk_once("old", 5, 2, 3, chunks[2]) is None
+    assert writer._stage_chunk("old", 5, 2, 3, chunks[2]) is None
     assert ReplayLogReader(redis, unique_name).meta().last_seq == 3
 
 
@@ -149,24 +149,6 @@ def test_staged_chunks_lost_with_redis_data_are_sent_again_not_published_partly(
     assert [e.processing_id for e in ReplayLogReader(redis, unique_name).iter_all()] == [
         r.processing_id for r in batch
     ]
-
-
-def test_a_batch_half_appended_by_the_chunk_by_chunk_script_is_finished_without_repeats(
-    redis: redis_lib.Redis, unique_name: str
-) -> None:
-    """The previous script made each chunk visible on its own: upgrading while one of its batches is cut
-    after chunk 0 (marker (0, 0), chunk 0 in the log) must append exactly the rest."""
-    writer = ReplayLogWriter(redis, unique_name, chunk_size=2)
-    batch = [rec(i) for i in range(6)]
-    chunks = plan_chunks(batch, 2)
-    writer._commit_chunk_once("q1", 0, 0, 1, chunks[0])  # the log and marker the old script left
-
-    result = writer.commit_batch("q1", 0, batch)
-
-    assert [c.status for c in result.chunks] == ["replayed", "staged", "committed"]
-    entries = list(ReplayLogReader(redis, unique_name).iter_all())
-    assert [(e.seq, e.processing_id) for e in entries] == [(i + 1, f"pid-{i:05d}") for i in range(6)]
-    assert result.duplicates == 0
 
 
 def test_a_gateway_client_sees_nothing_of_a_staged_batch_then_all_of_it(

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import redis as redis_lib
 
 from sparkwire.replaylog import Record, ReplayLogReader, ReplayLogWriter
+from sparkwire.replaylog.writer import TailLost
 
 
 def rec(i: int, key: str | None = None) -> Record:
@@ -69,7 +71,7 @@ def test_a_batch_cut_off_after_some_chunks_resumes_with_the_rest(
     reader = ReplayLogReader(redis, unique_name)
     batch = [rec(i) for i in range(8)]
     first_chunk = sorted(batch, key=lambda r: r.processing_id)[:3]
-    writer._commit_chunk("q1", 0, 0, 3, first_chunk)
+    writer._stage_chunk("q1", 0, 0, 3, first_chunk)
     assert (reader.meta().last_seq, redis.xlen(writer.keys.log)) == (0, 0)
 
     rerun = writer.commit_batch("q1", 0, batch)
@@ -153,11 +155,58 @@ def test_the_script_is_reloaded_after_redis_forgets_it(redis: redis_lib.Redis, u
     assert writer.commit_batch("q1", 1, [rec(2)]).appended == 1
 
 
-def test_a_chunk_sent_twice_because_its_reply_was_lost_is_applied_once(
+def test_a_chunk_or_a_publish_sent_twice_because_its_reply_was_lost_is_applied_once(
     redis: redis_lib.Redis, unique_name: str
 ) -> None:
     writer = ReplayLogWriter(redis, unique_name)
-    first = writer._commit_chunk_once("q1", 0, 0, 1, [rec(1), rec(2)])
-    second = writer._commit_chunk_once("q1", 0, 0, 1, [rec(1), rec(2)])
-    assert (first.status, first.first_seq, first.last_seq) == ("committed", 1, 2)
-    assert (second.status, second.appended) == ("replayed", 0)
+    first = writer._stage_chunk("q1", 0, 0, 1, [rec(1), rec(2)])
+    second = writer._stage_chunk("q1", 0, 0, 1, [rec(1), rec(2)])
+    assert first is not None and second is not None
+    assert (first.status, second.status) == ("staged", "replayed")
+    published = writer._publish_batch("q1", 0, 1, "")
+    again = writer._publish_batch("q1", 0, 1, "")
+    assert published is not None and again is not None
+    assert (published.status, published.first_seq, published.last_seq) == ("committed", 1, 2)
+    assert (again.status, again.appended) == ("replayed", 0)
+    assert seqs_and_ids(ReplayLogReader(redis, unique_name)) == [(1, "pid-00001"), (2, "pid-00002")]
+
+
+def test_a_batch_more_than_one_past_the_marker_is_a_lost_tail_and_writes_nothing(
+    redis: redis_lib.Redis, unique_name: str
+) -> None:
+    """Spark hands batch N over only after N-1 was committed: a log whose marker is at N-2 lost N-1."""
+    writer = ReplayLogWriter(redis, unique_name, chunk_size=2)
+    reader = ReplayLogReader(redis, unique_name)
+    writer.commit_batch("q1", 0, [rec(1)])
+    writer.commit_batch("q1", 1, [rec(2)])
+    epoch = reader.meta().epoch
+
+    with pytest.raises(TailLost) as lost:
+        writer.commit_batch("q1", 3, [rec(3), rec(4), rec(5)])
+
+    assert (lost.value.epoch, lost.value.last_batch, lost.value.batch_id) == (epoch, 1, 3)
+    assert seqs_and_ids(reader) == [(1, "pid-00001"), (2, "pid-00002")]
+    assert redis.exists(writer.keys.staging) == 0
+    # Another query's batch ids say nothing about this one's; a rebuild's ids may skip.
+    assert writer.commit_batch("q2", 5, [rec(3)]).appended == 1
+    assert writer.commit_batch("q2", 9, [rec(4)], consecutive=False).appended == 1
+
+
+def test_a_lost_tail_gets_a_new_epoch_that_keeps_the_entries_before_the_hole(
+    redis: redis_lib.Redis, unique_name: str
+) -> None:
+    writer = ReplayLogWriter(redis, unique_name)
+    reader = ReplayLogReader(redis, unique_name)
+    writer.commit_batch("q1", 0, [rec(1), rec(2)])
+    old = reader.meta().epoch
+
+    new = writer.mark_rebuild(None, 0, lost_tail_of=old)
+    again = writer.mark_rebuild(None, 0, lost_tail_of=old)  # a retried call: the epoch was replaced already
+
+    meta = reader.meta()
+    assert new != old and again == new == meta.epoch
+    assert meta.counters["tail_losses"] == 1 and meta.counters["rebuilds"] == 2
+    assert seqs_and_ids(reader) == [(1, "pid-00001"), (2, "pid-00002")]
+    # The rebuild appends after the kept entries, fenced on the new epoch; ids already there are skipped.
+    result = writer.commit_batch("rebuild:q1", 0, [rec(1), rec(2), rec(3)], fence=new, consecutive=False)
+    assert (result.appended, result.duplicates, result.last_seq) == (1, 2, 3)

@@ -24,6 +24,6 @@ def test_names_that_would_break_the_hash_tag_are_refused(name: str) -> None:
 
 
 def test_the_commit_script_writes_the_field_names_the_readers_use() -> None:
-    script = (Path(sparkwire.replaylog.__file__).parent / "lua" / "commit_chunk.lua").read_text()
+    script = (Path(sparkwire.replaylog.__file__).parent / "lua" / "publish_batch.lua").read_text()
     for field in [*LogField, *MetaField]:
-        assert f"'{field}'" in script, f"commit_chunk.lua does not write {field!r}"
+        assert f"'{field}'" in script, f"publish_batch.lua does not write {field!r}"
