@@ -30,7 +30,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                help="where a new checkpoint starts reading (later runs resume from the checkpoint)")
     add_option(parser, "--max-offsets-per-trigger", type=non_negative_int, default=0,
                help="cap on Kafka records per micro-batch, 0 for none")
-    add_option(parser, "--redis-url", default="redis://127.0.0.1:6379/0", help="Redis holding the replay log")
+    add_option(parser, "--redis-url", default="redis://127.0.0.1:6379/0",
+               help="Redis holding the replay log (redis:// or redis+sentinel://host:port,host:port/<master>)")
+    add_option(parser, "--redis-replicas", type=non_negative_int, default=0,
+               help="replicas that must hold each batch before it is published (Redis WAIT); 0 without replicas")
     add_option(parser, "--stream", default="metrics", help="replay-log stream name")
     add_option(parser, "--retention", type=positive_int, default=100_000, help="entries kept in the replay log")
     add_option(parser, "--chunk-size", type=positive_int, default=500,
@@ -73,7 +76,7 @@ def metrics_job(args: argparse.Namespace) -> Job:
     spec = metrics_spec(args.stream)
     target = Target(redis_url=args.redis_url, checkpoint=f"{args.checkpoint.rstrip('/')}/aggregate",
                     trigger_ms=args.trigger_ms, retention=args.retention, chunk_size=args.chunk_size,
-                    query_name=AGGREGATE_QUERY)
+                    query_name=AGGREGATE_QUERY, replicas=args.redis_replicas)
     return Job(query, spec, target)
 
 

@@ -12,10 +12,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import redis
-
+from sparkwire.redis_url import connect
 from sparkwire.replaylog import ReplayLogWriter
-from sparkwire.replaylog.writer import DEFAULT_CHUNK_SIZE, DEFAULT_RETENTION
+from sparkwire.replaylog.writer import DEFAULT_CHUNK_SIZE, DEFAULT_REPLICA_TIMEOUT_MS, DEFAULT_RETENTION
 from sparkwire.spark.checks import check_deliverable
 from sparkwire.spark.faults import FaultInjector
 from sparkwire.spark.rebuild import HistoryRebuilder
@@ -35,12 +34,23 @@ class Target:
     """Where a stream goes and how it is committed."""
 
     redis_url: str = "redis://127.0.0.1:6379/0"
+    """``redis://host:port/db``, or ``redis+sentinel://host:port,host:port/<master>/db`` for a replicated Redis
+    whose primary Sentinel names (the writer follows a failover)."""
     checkpoint: str = ".run/checkpoints/stream"
     """The query's Spark checkpoint (``checkpointLocation``): offsets, state, commit log."""
     trigger_ms: int = 1_000
     retention: int = DEFAULT_RETENTION
     chunk_size: int = DEFAULT_CHUNK_SIZE
     query_name: str | None = None
+    replicas: int = 0
+    """Replicas that must hold each batch before clients see it and before Spark moves on (Redis ``WAIT``).
+    0 for a Redis without replicas; at least 1 with a replicated Redis, or a failover can lose the last batches
+    (detected: a new epoch and a rebuild, but clients then resync). docs/replay-log.md, "Across a failover"."""
+    replica_timeout_ms: int = DEFAULT_REPLICA_TIMEOUT_MS
+
+    def writer(self, stream: str) -> ReplayLogWriter:
+        return ReplayLogWriter(connect(self.redis_url), stream, retention=self.retention, chunk_size=self.chunk_size,
+                               replicas=self.replicas, replica_timeout_ms=self.replica_timeout_ms)
 
 
 @dataclass(frozen=True)
@@ -76,9 +86,8 @@ def prepare_sink(query: SourceQuery | Any, spec: StreamSpec, target: Target, *, 
         reason = "the result's window columns are not named (window=(start column, end column))"
     rebuilder = HistoryRebuilder(query, encoder, target.checkpoint) if reason is None else None
     descriptor = json.dumps(spec.descriptor(frame.schema, reason or AVAILABLE), separators=(",", ":"))
-    writer = ReplayLogWriter(redis.Redis.from_url(target.redis_url), spec.stream, retention=target.retention,
-                             chunk_size=target.chunk_size)
-    sink = ReplayLogSink(writer, encoder, faults or FaultInjector.from_env(), rebuilder, descriptor, reason or "")
+    sink = ReplayLogSink(target.writer(spec.stream), encoder, faults or FaultInjector.from_env(), rebuilder, descriptor,
+                         reason or "")
     return frame, sink
 
 

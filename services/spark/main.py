@@ -18,11 +18,8 @@ from collections.abc import Sequence
 from types import FrameType
 from typing import Any
 
-import redis
-
 from sparkwire import logs
 from sparkwire.options import add_option, non_negative_int, positive_int
-from sparkwire.replaylog import ReplayLogWriter
 from sparkwire.spark.delivery import Job, deliver_job
 from sparkwire.spark.records import ResultEncoder
 from sparkwire.spark.session import spark_session
@@ -120,8 +117,7 @@ def rebuild(job: Job, spark: Any, upto: int | None, command: str = "sparkwire re
         print(f"{command}: ERROR stream {job.spec.stream} cannot be rebuilt: {reason}", file=sys.stderr)
         return 2
     target = job.target
-    writer = ReplayLogWriter(redis.Redis.from_url(target.redis_url), job.spec.stream, retention=target.retention,
-                             chunk_size=target.chunk_size)
+    writer = target.writer(job.spec.stream)
     encoder = ResultEncoder(job.spec, job.query.stream(spark).schema)
     report = HistoryRebuilder(job.query, encoder, target.checkpoint)(spark, writer, upto)
     for line in report.lines():
@@ -132,7 +128,10 @@ def rebuild(job: Job, spark: Any, upto: int | None, command: str = "sparkwire re
 def add_placement_arguments(parser: argparse.ArgumentParser) -> None:
     """Where the job runs, overriding what its file says: what the Helm chart sets for every job."""
     add_option(parser, "--bootstrap-servers", default="", help="Kafka bootstrap servers; empty: the job's")
-    add_option(parser, "--redis-url", default="", help="Redis holding the replay log; empty: the job's")
+    add_option(parser, "--redis-url", default="", help="Redis holding the replay log (redis:// or "
+               "redis+sentinel://host:port,host:port/<master>); empty: the job's")
+    add_option(parser, "--redis-replicas", type=int, default=-1,
+               help="replicas that must hold each batch before it is published (Redis WAIT); -1: the job's")
     add_option(parser, "--stream", default="", help="replay-log stream; empty: the job's")
     add_option(parser, "--checkpoint", default="", help="Spark checkpoint directory; empty: the job's")
 
@@ -145,6 +144,8 @@ def placed(job: Job, args: argparse.Namespace) -> Job:
     target = job.target
     if args.redis_url:
         target = dataclasses.replace(target, redis_url=args.redis_url)
+    if args.redis_replicas >= 0:
+        target = dataclasses.replace(target, replicas=args.redis_replicas)
     if args.checkpoint:
         target = dataclasses.replace(target, checkpoint=args.checkpoint)
     spec = dataclasses.replace(job.spec, stream=args.stream) if args.stream else job.spec
@@ -153,8 +154,8 @@ def placed(job: Job, args: argparse.Namespace) -> Job:
 
 def main(job: Job, argv: Sequence[str] | None = None) -> int:
     """The command line of a job file: ``run`` (deliver until stopped) or ``rebuild`` (a lost log, the job
-    stopped). ``--bootstrap-servers``, ``--redis-url``, ``--stream`` and ``--checkpoint`` (or their
-    ``SPARKWIRE_*`` variables, which the Helm chart sets) override the job's own. Returns the exit status."""
+    stopped). ``--bootstrap-servers``, ``--redis-url``, ``--redis-replicas``, ``--stream`` and ``--checkpoint``
+    (or their ``SPARKWIRE_*`` variables, which the Helm chart sets) override the job's own. Returns the exit status."""
     parser = argparse.ArgumentParser(description=f"deliver stream {job.spec.stream!r} exactly once")
     commands = parser.add_subparsers(dest="command", required=True)
     run_parser = commands.add_parser("run", help="run the streaming query into the replay log")

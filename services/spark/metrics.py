@@ -43,3 +43,8 @@ REBUILD_UNAVAILABLE = Counter(
     "Rebuilds that could not restore the whole lost history (input past Kafka's retention or the checkpoint's)",
 )
 REBUILD_RECORDS = Counter("sparkwire_aggregator_rebuild_records", "Results re-committed by rebuilds")
+TAIL_LOSSES = Counter(
+    "sparkwire_aggregator_tail_losses",
+    "Replay logs found to have lost their last batches under the same epoch (a failover, a restore): each starts "
+    "a new epoch and a rebuild",
+)

@@ -101,7 +101,8 @@ class HistoryRebuilder:
         return plan_rebuild(history, history.committed + 1 if upto is None else upto, earliest,
                             self.query.watermark_delay_ms)
 
-    def __call__(self, spark: Any, writer: ReplayLogWriter, upto: int | None = None) -> RebuildReport:
+    def __call__(self, spark: Any, writer: ReplayLogWriter, upto: int | None = None,
+                 lost_tail_of: str = "") -> RebuildReport:
         from sparkwire.spark.recompute import recompute
 
         started = time.perf_counter()
@@ -113,12 +114,13 @@ class HistoryRebuilder:
                           "event": "rebuild_unavailable", "lostBeforeMs": plan.lost_before_ms,
                           "lostRecords": plan.lost_records, "purgedBefore": plan.purged_before,
                           "shortfalls": [vars(s) for s in plan.shortfalls]}})
-        epoch = writer.mark_rebuild(plan.lost_before_ms, plan.lost_records)
+        epoch = writer.mark_rebuild(plan.lost_before_ms, plan.lost_records, lost_tail_of=lost_tail_of)
         by_batch = recompute(spark, self.query, self.encoder, plan)
         appended = duplicates = 0
         for batch_id in sorted(by_batch):
+            # consecutive=False: only the batches with results are recommitted, so their ids skip.
             result = writer.commit_batch(rebuild_query_id(plan.query_id), batch_id, by_batch[batch_id], fence=epoch,
-                                         ordered=True)
+                                         ordered=True, consecutive=False)
             appended += result.appended
             duplicates += result.duplicates
         report = RebuildReport(plan, epoch, len(by_batch), appended, duplicates, time.perf_counter() - started)

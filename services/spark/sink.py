@@ -12,7 +12,7 @@ import time
 from typing import Any, Protocol
 
 from sparkwire.replaylog import BatchCommit, ChunkResult, Record, ReplayLogWriter
-from sparkwire.replaylog.writer import EpochFenced
+from sparkwire.replaylog.writer import EpochFenced, TailLost
 from sparkwire.spark import metrics
 from sparkwire.spark.encoding import prepare
 from sparkwire.spark.faults import FaultInjector
@@ -32,9 +32,11 @@ class Rebuilt(Protocol):
 
 
 class Rebuilder(Protocol):
-    """Recommits the results of batches below ``upto`` into the stream (``rebuild.HistoryRebuilder``)."""
+    """Recommits the results of batches below ``upto`` into the stream (``rebuild.HistoryRebuilder``);
+    ``lost_tail_of``: the epoch of a log that lost its tail, which the rebuild replaces."""
 
-    def __call__(self, spark: Any, writer: ReplayLogWriter, upto: int | None = None) -> Rebuilt: ...
+    def __call__(self, spark: Any, writer: ReplayLogWriter, upto: int | None = None,
+                 lost_tail_of: str = "") -> Rebuilt: ...
 
 class ReplayLogSink:
     """Called by Spark with each micro-batch of window results and its ``batchId``.
@@ -82,8 +84,9 @@ class ReplayLogSink:
 
     def _commit(self, batch: Any, batch_id: int, records: list[Record]) -> BatchCommit:
         """Commit the batch after the history it follows: when the log was lost (fenced: another epoch
-        or none), the results of the batches before this one are rebuilt first, so that this batch's
-        results get higher seqs than the windows they follow."""
+        or none) or lost its tail (a failover kept the epoch, not the last batches), the results of the
+        batches before this one are rebuilt first, in a new epoch, so that this batch's results get higher
+        seqs than the windows they follow."""
         assert self._query_id is not None
         for _attempt in range(_LOSS_ATTEMPTS):
             if self._epoch is None:
@@ -98,6 +101,12 @@ class ReplayLogSink:
                     "event": "log_lost", "batchId": batch_id, "expectedEpoch": fenced.expected,
                     "foundEpoch": fenced.found}})
                 self._epoch = self._after_loss(batch, batch_id, fenced.found)
+                continue
+            except TailLost as lost:
+                metrics.TAIL_LOSSES.inc()
+                log.error("replay log lost its tail: %s", lost, extra={"fields": {
+                    "event": "tail_lost", "batchId": batch_id, "epoch": lost.epoch, "lastBatch": lost.last_batch}})
+                self._epoch = self._rebuild(batch, batch_id, lost_tail_of=lost.epoch)
                 continue
             self._epoch = result.chunks[-1].epoch
             return result
@@ -120,17 +129,18 @@ class ReplayLogSink:
                 return found
         return self._rebuild(batch, batch_id)
 
-    def _rebuild(self, batch: Any, batch_id: int) -> str:
+    def _rebuild(self, batch: Any, batch_id: int, lost_tail_of: str = "") -> str:
         """The history before ``batch_id`` recommitted into a new epoch; or, when it cannot be rebuilt, a new
-        epoch that says so (``history_lost`` in the meta hash, an error log, a counter): never silence."""
+        epoch that says so (``history_lost`` in the meta hash, an error log, a counter): never silence.
+        ``lost_tail_of``: the epoch of a log that lost its tail (its entries stay, the epoch is replaced)."""
         if self.rebuilder is None:
             metrics.REBUILD_UNAVAILABLE.inc()
             log.error("replay log lost and cannot be rebuilt: %s; the results of batches before %s are gone",
                       self.rebuild_unavailable, batch_id, extra={"fields": {
                           "event": "rebuild_unavailable", "batchId": batch_id, "reason": self.rebuild_unavailable}})
-            epoch = self.writer.mark_rebuild(int(time.time() * 1000), 0)
+            epoch = self.writer.mark_rebuild(int(time.time() * 1000), 0, lost_tail_of=lost_tail_of)
         else:
-            epoch = self.rebuilder(batch.sparkSession, self.writer, batch_id).epoch
+            epoch = self.rebuilder(batch.sparkSession, self.writer, batch_id, lost_tail_of).epoch
         if self.descriptor:
             self.writer.put_descriptor(self.descriptor)
         return epoch

@@ -6,7 +6,7 @@
 -- not the last published batches) keeps its entries but gets a new epoch here: clients that saw the lost
 -- entries resync from a snapshot, and the seqs after the hole may hold other results than the ones they
 -- saw, which only a new epoch makes legitimate. The rebuild then appends what is missing (ids already in
--- the log are skipped).
+-- the log are skipped). The batch marker is dropped with the old epoch.
 --
 -- The aggregator calls it before committing any rebuilt batch, so every batch after it (rebuilt or live)
 -- is fenced on the epoch it returns, and a reader that sees the new epoch also sees the marks: a log
@@ -42,6 +42,9 @@ elseif ARGV[4] ~= '' and epoch == ARGV[4] then
   epoch = ARGV[1]
   redis.call('HSET', meta, 'epoch', epoch, 'created_ms', now_ms)
   redis.call('HINCRBY', meta, 'tail_losses', 1)
+  -- The marker that proved the loss would prove it again for the next live batch: the new epoch starts
+  -- without one (the rebuild's and the live query's batches set it again).
+  redis.call('HDEL', meta, 'query_id', 'last_batch', 'last_chunk')
 end
 redis.call('HINCRBY', meta, 'rebuilds', 1)
 if lost_before >= 0 then

@@ -207,6 +207,8 @@ def test_a_lost_tail_gets_a_new_epoch_that_keeps_the_entries_before_the_hole(
     assert new != old and again == new == meta.epoch
     assert meta.counters["tail_losses"] == 1 and meta.counters["rebuilds"] == 2
     assert seqs_and_ids(reader) == [(1, "pid-00001"), (2, "pid-00002")]
-    # The rebuild appends after the kept entries, fenced on the new epoch; ids already there are skipped.
+    # The marker that showed the loss went with the old epoch: the live query's next batch is not "behind".
+    assert writer.commit_batch("q1", 5, [rec(4)], fence=new).last_seq == 3
+    # A rebuild appends after the kept entries, fenced on the new epoch; ids already there are skipped.
     result = writer.commit_batch("rebuild:q1", 0, [rec(1), rec(2), rec(3)], fence=new, consecutive=False)
-    assert (result.appended, result.duplicates, result.last_seq) == (1, 2, 3)
+    assert (result.appended, result.duplicates, result.last_seq) == (1, 2, 4)

@@ -1,6 +1,7 @@
 """The sink's order when the log is lost: the history before the batch is rebuilt first, then the batch
 is committed fenced on the rebuilt epoch; an epoch this query already wrote to is adopted, not rebuilt;
-without a rebuilder the loss is marked in a new epoch, never silent; the descriptor is written again."""
+without a rebuilder the loss is marked in a new epoch, never silent; the descriptor is written again.
+A log that lost its tail (same epoch, the marker behind) gets a new epoch and a rebuild too."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import pytest
 from pyspark.sql.types import StringType, StructField, StructType
 
 from sparkwire.replaylog import BatchCommit, ChunkResult, Record
-from sparkwire.replaylog.writer import EpochFenced
+from sparkwire.replaylog.writer import EpochFenced, TailLost
+from sparkwire.spark import metrics
 from sparkwire.spark.faults import FaultInjector
 from sparkwire.spark.records import ResultEncoder
 from sparkwire.spark.sink import ReplayLogSink
@@ -29,12 +31,15 @@ class FakeWriter:
     created: int = 0
     descriptors: list[str] = field(default_factory=list)
     lost_marks: list[int | None] = field(default_factory=list)
+    last_batch: int = -1
 
     def put_descriptor(self, document: str) -> None:
         self.descriptors.append(document)
 
-    def mark_rebuild(self, lost_before_ms: int | None, lost_records: int) -> str:
+    def mark_rebuild(self, lost_before_ms: int | None, lost_records: int, *, lost_tail_of: str = "") -> str:
         self.lost_marks.append(lost_before_ms)
+        if lost_tail_of and self.epoch == lost_tail_of:
+            self.epoch, self.query, self.last_batch = "", "", -1  # mark_rebuild.lua drops the marker too
         if not self.epoch:
             self.created += 1
             self.epoch = f"e{self.created}"
@@ -45,13 +50,15 @@ class FakeWriter:
 
     def commit_batch(self, query_id: str, batch_id: int, records: Sequence[Record], *,
                      between_chunks: Callable[[int, ChunkResult], None] | None = None,
-                     fence: str = "", ordered: bool = False) -> BatchCommit:
+                     fence: str = "", ordered: bool = False, consecutive: bool = True) -> BatchCommit:
         if fence and fence != self.epoch:
             raise EpochFenced(fence, self.epoch)
+        if consecutive and query_id == self.query and self.last_batch >= 0 and batch_id > self.last_batch + 1:
+            raise TailLost(self.epoch, self.last_batch, batch_id)
         if not self.epoch:
             self.created += 1
             self.epoch = f"e{self.created}"
-        self.query = query_id
+        self.query, self.last_batch = query_id, batch_id
         self.calls.append((query_id, batch_id, self.epoch))
         return BatchCommit(batch_id, (ChunkResult("committed", self.epoch, 1, len(records), len(records), 0),))
 
@@ -64,13 +71,15 @@ class Rebuilt:
 @dataclass
 class FakeRebuilder:
     calls: list[int] = field(default_factory=list)
+    lost_tails: list[str] = field(default_factory=list)
 
-    def __call__(self, spark: Any, writer: Any, upto: int | None = None) -> Rebuilt:
+    def __call__(self, spark: Any, writer: Any, upto: int | None = None, lost_tail_of: str = "") -> Rebuilt:
         assert upto is not None
         self.calls.append(upto)
+        self.lost_tails.append(lost_tail_of)
         writer.created += 1
         writer.epoch = f"e{writer.created}"
-        writer.commit_batch("rebuild:q", upto - 1, [], fence=writer.epoch)
+        writer.commit_batch("rebuild:q", upto - 1, [], fence=writer.epoch, consecutive=False)
         return Rebuilt(writer.epoch)
 
 
@@ -117,7 +126,7 @@ def test_a_fresh_stream_and_an_existing_epoch_need_no_rebuild() -> None:
     sink, rebuilder = make_sink(writer)
     sink(Batch(), 0)
     restarted, rebuilder2 = make_sink(writer)
-    restarted(Batch(), 5)
+    restarted(Batch(), 1)
     assert rebuilder.calls == rebuilder2.calls == []
 
 
@@ -142,3 +151,29 @@ def test_a_log_lost_without_a_rebuilder_is_marked_lost_in_a_new_epoch_and_the_de
     assert writer.calls[-1] == ("q", 1, "e2")
     assert writer.descriptors == ['{"stream":"s"}'] * 2
     assert "cannot be rebuilt: given as a DataFrame" in caplog.text
+
+
+def test_a_log_that_lost_its_tail_in_a_failover_gets_a_new_epoch_and_a_rebuild_before_the_batch() -> None:
+    writer = FakeWriter()
+    sink, rebuilder = make_sink(writer)
+    sink(Batch(), 0)
+    sink(Batch(), 1)
+    sink(Batch(), 2)
+    writer.last_batch = 0  # the promoted replica had batch 0 only; the epoch is the same
+    before = metrics.TAIL_LOSSES._value.get()
+    sink(Batch(), 3)
+    assert rebuilder.calls == [3] and rebuilder.lost_tails == ["e1"]
+    assert writer.calls[-2:] == [("rebuild:q", 2, "e2"), ("q", 3, "e2")]
+    assert metrics.TAIL_LOSSES._value.get() == before + 1
+
+
+def test_a_lost_tail_without_a_rebuilder_is_marked_lost_in_a_new_epoch(caplog: pytest.LogCaptureFixture) -> None:
+    writer = FakeWriter()
+    sink, _ = make_sink(writer, rebuild=False)
+    sink(Batch(), 0)
+    sink(Batch(), 1)
+    writer.last_batch = 0  # batch 1 was lost in a failover, under the same epoch
+    sink(Batch(), 2)
+    assert writer.epoch == "e2" and len(writer.lost_marks) == 1 and writer.lost_marks[0] is not None
+    assert writer.calls[-1] == ("q", 2, "e2")
+    assert "lost its tail" in caplog.text
