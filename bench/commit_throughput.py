@@ -4,7 +4,7 @@ Starts its own ``redis-server`` (``sparkwire.stack.RedisServer``: AOF on, ``appe
 temporary directory and, for each fsync policy and batch size, measures alternately:
 
 (a) ``ReplayLogWriter.commit_batch``: batch marker, per-record ZSCORE dedup, XADD with explicit ids,
-    ZADD, HSET of the latest state per key and trimming, one atomic script call per chunk;
+    ZADD, HSET of the latest state per key and trimming: each chunk staged, then the batch published in one call;
 (b) raw ``XADD`` of the same payloads (same fields, auto ids), one non-transactional pipeline per batch:
     no dedup, no state, no marker. This is the lower bound of the work.
 
@@ -230,9 +230,9 @@ def render(
         "## Commit throughput: exactly-once commit script vs raw pipelined XADD",
         "",
         "Records/s committed into one stream's replay log through `ReplayLogWriter.commit_batch`",
-        "(`services/replaylog/lua/commit_chunk.lua`: batch marker check, per-record `ZSCORE` dedup, `XADD`",
-        "with an explicit `<seq>-0` id, `ZADD` of the processingId, `HSET` of the latest state per key,",
-        "trimming; one atomic script call per chunk) vs the same payloads sent as raw `XADD`s (same fields,",
+        "(`services/replaylog/lua/stage_chunk.lua` per chunk, then `publish_batch.lua`: batch marker check,",
+        "per-record `ZSCORE` dedup, `XADD` with an explicit `<seq>-0` id, `ZADD` of the processingId, `HSET`",
+        "of the latest state per key, trimming) vs the same payloads sent as raw `XADD`s (same fields,",
         "auto ids) in one non-transactional pipeline per batch, with no dedup, no marker and no state: the",
         "lower bound of the work. Both variants run alternately in the same run against the same",
         "`redis-server` (AOF on), each repeat on an empty database; the timed part is the client side end to",
