@@ -21,13 +21,12 @@ import sys
 import time
 from pathlib import Path
 
-import redis
-
 from sparkwire.client import BackgroundClient
 from sparkwire.examples.orders.expected import committed_batches, delivered_revisions, differences, expected_revisions
 from sparkwire.examples.orders.produce import load_orders
 from sparkwire.gateway.auth import issue_token
 from sparkwire.paths import cache_dir
+from sparkwire.redis_url import connect
 from sparkwire.replaylog import ReplayLogReader
 from sparkwire.stack import GatewayProcess, KafkaBroker, ManagedProcess, NginxBalancer, RedisServer
 from sparkwire.verify import compare, expected_results
@@ -77,7 +76,7 @@ def _check_orders(redis_url: str, orders_file: Path, checkpoint: Path, watcher: 
             return False
         time.sleep(0.5)
         batches = committed_batches(checkpoint, ORDERS)
-    reader = ReplayLogReader(redis.Redis.from_url(redis_url), ORDERS)
+    reader = ReplayLogReader(connect(redis_url), ORDERS)
     entries = list(reader.iter_all())
     found, problems = delivered_revisions(entries)
     wrong = problems + differences(found, expected_revisions(orders, batches, ORDERS_WINDOW_MS, ORDERS_SLIDE_MS))
@@ -152,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         orders_job.start()
         producer.start()
         orders_producer.start()
-        reader = ReplayLogReader(redis.Redis.from_url(redis_server.url), STREAM)
+        reader = ReplayLogReader(connect(redis_server.url), STREAM)
         shown = 0
         killed_at = time.monotonic() + args.seconds / 2
         try:

@@ -14,7 +14,6 @@ import logging
 import sys
 from types import FrameType
 
-import redis.asyncio as redis_async
 import uvicorn
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
@@ -25,6 +24,7 @@ from sparkwire.gateway.sessions import SessionStore
 from sparkwire.gateway.settings import add_arguments, auth_problem, connection_settings, split_list
 from sparkwire.gateway.wire import SparkwireWebSocketProtocol
 from sparkwire.protocol.limits import MAX_CLIENT_MESSAGE_BYTES
+from sparkwire.redis_url import connect_async
 from sparkwire.replaylog.keys import StreamKeys
 
 log = logging.getLogger(__name__)
@@ -83,12 +83,14 @@ def run(args: argparse.Namespace) -> int:
     # Retry: a pooled connection that died with a Redis restart or failover fails its next command; every
     # command the gateway sends is a read or an idempotent HSET/EXPIRE, so it is resent on a new connection
     # (a few tries, ~50 ms apart, doubling) instead of closing a client with 4503.
-    pool = redis_async.BlockingConnectionPool.from_url(args.redis_url,
-                                                       max_connections=args.redis_pool_size + len(streams),
-                                                       timeout=5, health_check_interval=10,
-                                                       retry=Retry(ExponentialWithJitterBackoff(base=0.05, cap=1.0),
-                                                                   retries=3))
-    client = redis_async.Redis(connection_pool=pool)
+    # A Sentinel URL (sparkwire/redis_url.py) gets a sentinel-managed pool with the same size, wait for a free
+    # connection, health checks and Retry. What differs: every new connection first asks the sentinels for
+    # the primary, and the Retry's tries (~0.4 s in all) do not outlast a failover (seconds): until the
+    # sentinels name the new primary, hello and ack calls fail (clients are closed with 4503 and resume)
+    # and the hubs' XREAD loops back off and read again, now from the new primary.
+    client = connect_async(args.redis_url, max_connections=args.redis_pool_size + len(streams), timeout=5,
+                           health_check_interval=10,
+                           retry=Retry(ExponentialWithJitterBackoff(base=0.05, cap=1.0), retries=3))
     gateway = Gateway(
         client=client, streams=streams, connection=connection_settings(args),
         sessions=SessionStore(client, ttl_seconds=args.session_ttl_seconds, pod=args.pod_name),

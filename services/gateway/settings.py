@@ -23,7 +23,9 @@ from sparkwire.protocol.limits import (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_option(parser, "--host", default="0.0.0.0", help="address to listen on")
     add_option(parser, "--port", type=positive_int, default=8080, help="port to listen on")
-    add_option(parser, "--redis-url", default="redis://127.0.0.1:6379/0", help="Redis holding the replay log")
+    add_option(parser, "--redis-url", default="redis://127.0.0.1:6379/0",
+               help="Redis holding the replay log: redis://host:port/db, or through Redis Sentinel "
+                    "redis+sentinel://[:password@]host1:port1,host2:port2/<master-name>[/<db>]")
     add_option(parser, "--redis-pool-size", type=positive_int, default=32,
                help="Redis connections per pod for connections' calls (plus one per stream for its reader); "
                     "calls wait for a free one rather than fail")
