@@ -1,0 +1,378 @@
+"""The cost of waiting for a replica: ``commit_batch`` with ``replicas=0`` vs ``replicas=1``, same primary, same run.
+
+Starts a real primary and a real replica (``sparkwire.stack.RedisServer``: AOF on, ``appendfsync always``, as
+in production), makes the replica follow the primary (``REPLICAOF`` at runtime) and, for each batch size,
+commits the same window results alternately with:
+
+(a) ``ReplayLogWriter(..., replicas=0)``: stage every chunk, publish; the replica still receives every write,
+    asynchronously;
+(b) ``ReplayLogWriter(..., replicas=1)``: the same, plus ``WAIT 1`` after the last chunk's stage and after
+    the publish (docs/replay-log.md, "Across a failover").
+
+Each repeat commits into an empty stream (a fresh name; the previous stream is deleted and both AOFs rewritten
+outside the timed part, and the replica has caught up before the timed part starts). The results go into a
+marked section of docs/benchmarks.md; other sections of that file are kept.
+
+    .venv/bin/python bench/replicated_commit.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import shlex
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import redis
+from _common import emit_section, int_list, machine_info, markers, quantile, reproduce_lines  # bench/ is sys.path[0]
+from commit_throughput import METRICS, QUERY_ID, make_records
+
+from sparkwire.replaylog import Record, ReplayLogWriter
+from sparkwire.replaylog.writer import DEFAULT_CHUNK_SIZE, DEFAULT_REPLICA_TIMEOUT_MS
+from sparkwire.stack import RedisServer
+
+SECTION = "replicated_commit"
+START_MARKER, END_MARKER = markers(SECTION)
+VARIANTS = (0, 1)  # replicas= of the writer
+SYNC_TIMEOUT_S = 30.0
+
+
+@dataclass
+class Run:
+    """One timed pass of one variant over all records."""
+
+    seconds: float
+    call_latencies: list[float]
+    waits: int  # WAIT commands the primary served during the pass
+    aof_rewrites: int  # AOF rewrites (primary + replica) that ran during the pass
+
+
+@dataclass
+class Cell:
+    """All repeats of one variant at one batch size."""
+
+    runs: list[Run] = field(default_factory=list)
+
+    def rates(self, records: int) -> list[float]:
+        return [records / r.seconds for r in self.runs]
+
+    def median_rate(self, records: int) -> float:
+        return statistics.median(self.rates(records))
+
+    def median_seconds(self) -> float:
+        return statistics.median(r.seconds for r in self.runs)
+
+    def latency_ms(self, q: float) -> float:
+        return quantile(sorted(x for r in self.runs for x in r.call_latencies), q) * 1e3
+
+    def samples(self) -> int:
+        return sum(len(r.call_latencies) for r in self.runs)
+
+    def waits_per_batch(self) -> float:
+        return sum(r.waits for r in self.runs) / self.samples()
+
+    def aof_rewrites(self) -> int:
+        return sum(r.aof_rewrites for r in self.runs)
+
+
+@dataclass
+class Row:
+    """Both variants at one batch size, and what they say together."""
+
+    batch_size: int
+    plain: Cell
+    waited: Cell
+
+    def batches(self, records: int) -> int:
+        return -(-records // self.batch_size)
+
+    def ratio(self, records: int) -> float:
+        return self.waited.median_rate(records) / self.plain.median_rate(records)
+
+    def added_p50_ms(self) -> float:
+        return self.waited.latency_ms(0.5) - self.plain.latency_ms(0.5)
+
+    def added_mean_ms(self, records: int) -> float:
+        """Extra wall time per batch, from the median pass times."""
+        return (self.waited.median_seconds() - self.plain.median_seconds()) / self.batches(records) * 1e3
+
+
+def wait_calls(client: redis.Redis) -> int:
+    stats: dict[str, Any] = client.info("commandstats")
+    return int(stats.get("cmdstat_wait", {}).get("calls", 0))
+
+
+def aof_rewrites(client: redis.Redis) -> int:
+    return int(client.info("persistence").get("aof_rewrites", 0))
+
+
+def follow(primary: redis.Redis, replica: redis.Redis, primary_port: int) -> None:
+    """Make ``replica`` a replica of the primary and wait until its link is up (the full sync is done)."""
+    primary.config_set("repl-diskless-sync-delay", 0)  # else the primary waits 5 s for more replicas
+    replica.replicaof("127.0.0.1", primary_port)
+    deadline = time.monotonic() + SYNC_TIMEOUT_S
+    while replica.info("replication").get("master_link_status") != "up":
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the replica did not sync within {SYNC_TIMEOUT_S:.0f} s")
+        time.sleep(0.05)
+
+
+def caught_up(primary: redis.Redis, replica: redis.Redis) -> None:
+    """Wait until the replica has processed everything the primary wrote so far."""
+    target = int(primary.info("replication")["master_repl_offset"])
+    deadline = time.monotonic() + SYNC_TIMEOUT_S
+    while int(replica.info("replication").get("slave_repl_offset", -1)) < target:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the replica did not catch up within {SYNC_TIMEOUT_S:.0f} s")
+        time.sleep(0.01)
+
+
+def rewrite_aofs(clients: Sequence[redis.Redis]) -> None:
+    """A freshly rewritten (small) AOF on every node, so no automatic rewrite starts in the timed part."""
+    for client in clients:
+        client.bgrewriteaof()
+    deadline = time.monotonic() + 60
+    for client in clients:
+        while True:
+            info = client.info("persistence")
+            if not info["aof_rewrite_in_progress"] and not info["aof_rewrite_scheduled"]:
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError("AOF rewrite did not finish within 60 s")
+            time.sleep(0.02)
+
+
+def clear(primary: redis.Redis, replica: redis.Redis, writer: ReplayLogWriter) -> None:
+    """Drop a pass's stream (replicated), then rewrite both AOFs and let the replica catch up."""
+    primary.delete(*writer.keys.all(), writer.keys.staging)
+    caught_up(primary, replica)
+    rewrite_aofs([primary, replica])
+    caught_up(primary, replica)
+
+
+def run_pass(
+    primary: redis.Redis,
+    replica: redis.Redis,
+    stream: str,
+    records: Sequence[Record],
+    batch_size: int,
+    replicas: int,
+    args: argparse.Namespace,
+) -> Run:
+    writer = ReplayLogWriter(primary, stream, chunk_size=args.chunk_size, replicas=replicas,
+                             replica_timeout_ms=args.replica_timeout_ms)
+    work = [records[i : i + batch_size] for i in range(0, len(records), batch_size)]
+    latencies = []
+    waits_before = wait_calls(primary)
+    rewrites_before = aof_rewrites(primary) + aof_rewrites(replica)
+    started = time.perf_counter()
+    for batch_id, batch in enumerate(work):
+        t0 = time.perf_counter()
+        writer.commit_batch(QUERY_ID, batch_id, batch)
+        latencies.append(time.perf_counter() - t0)
+    seconds = time.perf_counter() - started
+    waits = wait_calls(primary) - waits_before
+    rewrites = aof_rewrites(primary) + aof_rewrites(replica) - rewrites_before
+    committed = int(primary.hget(writer.keys.meta, "records_committed") or 0)
+    if committed != len(records):
+        raise RuntimeError(f"replicas={replicas}: committed {committed} records, expected {len(records)}")
+    if replicas:
+        # WAIT after the publish: the replica must hold the whole pass already, without catching up.
+        on_replica = int(replica.hget(writer.keys.meta, "records_committed") or 0)
+        if on_replica != len(records):
+            raise RuntimeError(f"replicas=1 returned but the replica holds {on_replica} of {len(records)} records")
+    clear(primary, replica, writer)
+    return Run(seconds, latencies, waits, rewrites)
+
+
+def summary(records: int, rows: Sequence[Row]) -> list[str]:
+    """What the table says, computed from it (so it stays true when the numbers change)."""
+    added = [r.added_p50_ms() for r in rows]
+    relative = [r.added_p50_ms() / r.plain.latency_ms(0.5) for r in rows]
+    ratios = [r.ratio(records) for r in rows]
+    waits = [r.waited.waits_per_batch() for r in rows]
+    # a batch size where waiting came out free or faster is one where the wait is below this run's noise
+    resolved = [r for r in rows if r.added_p50_ms() > 0 and r.ratio(records) < 1]
+    unresolved = [r for r in rows if r not in resolved]
+    spread = max((max(c.rates(records)) - min(c.rates(records))) / c.median_rate(records)
+                 for r in rows for c in (r.plain, r.waited))
+    waits_text = (f"exactly {waits[0]:.0f}" if max(waits) == min(waits)
+                  else f"{min(waits):.2f}-{max(waits):.2f} (above 2: a WAIT timed out and the step was retried)")
+    out = [
+        "**Reading the results** (computed from the table above):",
+        "",
+        f"- The primary served {waits_text} `WAIT` commands per batch with `replicas=1`, at every batch size: "
+        "the cost is per batch, not per record, as docs/replay-log.md says.",
+        f"- The median commit of one batch changes by {min(added):+.2f} to {max(added):+.2f} ms with the wait "
+        f"({min(relative):+.0%} to {max(relative):+.0%} of the median without it); throughput with `replicas=1` "
+        f"is {min(ratios):.2f}-{max(ratios):.2f}x that without.",
+    ]
+    if resolved:
+        per_record = ", ".join(f"{r.added_p50_ms() * 1e3 / r.batch_size:.1f} µs per record at {r.batch_size:,}"
+                               for r in resolved)
+        out.append(
+            f"- Where the wait shows above the noise ({', '.join(f'{r.batch_size:,}' for r in resolved)}-record "
+            f"batches) it adds {', '.join(f'{r.added_p50_ms():.2f} ms' for r in resolved)} per batch, i.e. "
+            f"{per_record}: a fixed cost per batch that weighs less as batches grow."
+        )
+    if unresolved:
+        out.append(
+            f"- At {', '.join(f'{r.batch_size:,}' for r in unresolved)}-record batches `replicas=1` came out as "
+            f"fast or faster: the wait is below this run's noise there (the repeats of one variant and batch size "
+            f"differ by up to {spread:.0%} in records/s); a run on a quiet machine, or more `--records`, is needed "
+            "to resolve it."
+        )
+    return out
+
+
+def render(
+    args: argparse.Namespace,
+    command: str,
+    info: dict[str, str],
+    rows: Sequence[Row],
+    payload_mean: float,
+    load_before: tuple[float, float, float],
+    load_after: tuple[float, float, float],
+    wall_seconds: float,
+    date: str,
+) -> str:
+    n = args.records
+    rewrites = sum(r.plain.aof_rewrites() + r.waited.aof_rewrites() for r in rows)
+    lines = [
+        START_MARKER,
+        "## Replicated commit: the cost of WAIT for a replica",
+        "",
+        "`ReplayLogWriter.commit_batch` (every chunk staged by `stage_chunk.lua`, then the batch published by",
+        "`publish_batch.lua`) against a primary with one attached replica, with `replicas=0` (the replica",
+        "receives the writes asynchronously) and with `replicas=1` (Redis `WAIT 1` on the same connection after",
+        "the last chunk's stage and after the publish, so a batch is visible only once the replica holds it:",
+        "docs/replay-log.md, \"Across a failover\"). Both variants run alternately in the same run against the",
+        "same primary and replica, each repeat into an empty stream, with the replica caught up before each",
+        "timed pass; the timed part is the client side end to end (commands, round trips, Redis work, fsync,",
+        "and for `replicas=1` the replica's acknowledgement).",
+        "",
+        *reproduce_lines(date, wall_seconds, command),
+        f"- Records per variant and repeat: {n:,}; repeats: {args.repeats} (medians shown); chunk size "
+        f"{args.chunk_size}; `WAIT` timeout {args.replica_timeout_ms:,} ms",
+        f"- Payload: JSON window result as in the commit throughput benchmark, mean {payload_mean:.0f} bytes; "
+        f"key = metricName ({METRICS} keys)",
+        "- Primary and replica: two `redis-server` processes on 127.0.0.1, both AOF on with `appendfsync always`"
+        " (production setting), the replica attached with `REPLICAOF` (diskless sync)",
+        f"- Machine: {info['nproc']} CPUs ({info['cpu']}), {info['ram']} RAM, {info['os']}",
+        f"- Redis {info['redis']}, redis-py {info['redis_py']}, Python {info['python']}",
+        f"- The machine is shared with other work (load average {load_before[0]:.2f} before, "
+        f"{load_after[0]:.2f} after); client, primary and replica compete for the {info['nproc']} CPUs, so a",
+        "  round trip to the replica includes waiting to be scheduled: absolute numbers are indicative.",
+        f"- AOF rewrites during timed passes: {rewrites} (each pass starts from freshly rewritten AOFs)",
+        "",
+        "Columns: *rec/s* = records committed per second (median of the repeats); *ratio* = replicas=1 /",
+        "replicas=0; *p50/p99* = latency of one `commit_batch` call (one batch) over all repeats (nearest",
+        "rank; with few calls p99 is the slowest call); *added p50* = p50 with minus p50 without; *added mean*",
+        "= (median pass time with minus without) / batches; *WAIT/batch* = `WAIT` commands the primary served per",
+        "batch (`INFO commandstats`).",
+        "",
+        "| batch size | rec/s replicas=0 | rec/s replicas=1 | ratio | p50 / p99 ms replicas=0 "
+        "| p50 / p99 ms replicas=1 | added p50 ms/batch | added mean ms/batch | WAIT/batch | calls per variant |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in rows:
+        plain, waited = row.plain, row.waited
+        lines.append(
+            f"| {row.batch_size:,} | {plain.median_rate(n):,.0f} | {waited.median_rate(n):,.0f} | {row.ratio(n):.2f} "
+            f"| {plain.latency_ms(0.5):.2f} / {plain.latency_ms(0.99):.2f} "
+            f"| {waited.latency_ms(0.5):.2f} / {waited.latency_ms(0.99):.2f} "
+            f"| {row.added_p50_ms():+.2f} | {row.added_mean_ms(n):+.2f} | {waited.waits_per_batch():.2f} "
+            f"| {waited.samples():,} |"
+        )
+    lines += ["", *summary(n, rows), ""]
+    lines += [
+        "<details><summary>Every repeat (records/s)</summary>",
+        "",
+        "| batch size | replicas=0 | replicas=1 |",
+        "|---:|---|---|",
+    ]
+    for row in rows:
+        plain_runs = ", ".join(f"{r:,.0f}" for r in row.plain.rates(n))
+        waited_runs = ", ".join(f"{r:,.0f}" for r in row.waited.rates(n))
+        lines.append(f"| {row.batch_size:,} | {plain_runs} | {waited_runs} |")
+    lines += ["", "</details>", END_MARKER]
+    return "\n".join(lines) + "\n"
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0] if __doc__ else None)
+    parser.add_argument("--records", type=int, default=20_000, help="records per variant and repeat")
+    parser.add_argument("--batch-sizes", type=int_list, default=[100, 500, 2000], help="e.g. 100,500,2000")
+    parser.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK_SIZE, help="records per stage call")
+    parser.add_argument("--replica-timeout-ms", type=int, default=DEFAULT_REPLICA_TIMEOUT_MS,
+                        help="WAIT timeout of the replicas=1 writer")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="smoke run: 2,000 records, 1 repeat")
+    parser.add_argument("--output", type=Path, default=Path("docs/benchmarks.md"), help="'-' for stdout only")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.records, args.repeats = 2_000, 1
+    if args.records < 1 or args.repeats < 1 or args.chunk_size < 1 or args.replica_timeout_ms < 1:
+        parser.error("--records, --repeats, --chunk-size and --replica-timeout-ms must be >= 1")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse_args(argv)
+    command = shlex.join([".venv/bin/python", "bench/replicated_commit.py", *argv])
+    records = make_records(args.records, 0)
+    payload_mean = statistics.fmean(len(r.payload) for r in records)
+    load_before = os.getloadavg()
+    wall_start = time.monotonic()
+    date = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    rows: list[Row] = []
+    with (
+        tempfile.TemporaryDirectory(prefix="sparkwire-bench-") as tmp,
+        RedisServer(Path(tmp) / "primary") as primary_server,
+        RedisServer(Path(tmp) / "replica") as replica_server,
+    ):
+        primary, replica = primary_server.client(), replica_server.client()
+        info = machine_info(primary)
+        follow(primary, replica, primary_server.port)
+        # warm up: load the scripts, run both code paths once
+        for replicas in VARIANTS:
+            run_pass(primary, replica, f"warmup-{replicas}", records[:1000], 500, replicas, args)
+        for batch_size in args.batch_sizes:
+            row = Row(batch_size, Cell(), Cell())
+            for repeat in range(args.repeats):
+                # alternate the order so drift on a shared machine hits both variants alike
+                for replicas in VARIANTS if repeat % 2 == 0 else VARIANTS[::-1]:
+                    stream = f"bench-r{replicas}-{batch_size}-{repeat}"
+                    run = run_pass(primary, replica, stream, records, batch_size, replicas, args)
+                    (row.waited if replicas else row.plain).runs.append(run)
+                    print(
+                        f"batch={batch_size:<6} repeat={repeat} replicas={replicas} "
+                        f"{args.records / run.seconds:>10,.0f} rec/s  {run.waits} WAITs",
+                        file=sys.stderr,
+                    )
+            rows.append(row)
+            print(
+                f"batch={batch_size}: replicas=0 {row.plain.median_rate(args.records):,.0f} rec/s, replicas=1 "
+                f"{row.waited.median_rate(args.records):,.0f} rec/s, added p50 {row.added_p50_ms():+.2f} ms/batch",
+                file=sys.stderr,
+            )
+        primary.close()
+        replica.close()
+    section = render(
+        args, command, info, rows, payload_mean, load_before, os.getloadavg(), time.monotonic() - wall_start, date
+    )
+    emit_section(args.output, SECTION, section)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
