@@ -199,7 +199,7 @@ class ReplayLogWriter:
             return list(script(keys=keys, args=args))
         pipe = self.client.pipeline(transaction=False)
         script(keys=keys, args=args, client=pipe)
-        pipe.execute_command("WAIT", self.replicas, self.replica_timeout_ms)
+        pipe.wait(self.replicas, self.replica_timeout_ms)
         reply, acknowledged = pipe.execute()
         reply = list(reply)
         if _decode(reply[0]) in ("restage", "fenced", "behind"):
