@@ -119,6 +119,8 @@ class ReplayLogWriter:
         self._stage = client.register_script(_STAGE_SOURCE)
         self._publish = client.register_script(_PUBLISH_SOURCE)
         self._mark_rebuild = client.register_script(_MARK_REBUILD_SOURCE)
+        # The last batch this writer published, per query: a log found behind it lost it (stage_chunk.lua).
+        self._published: dict[str, int] = {}
         # A step whose reply was lost, or that met a failover, is simply sent again, from the batch's first
         # chunk: a chunk already staged and a batch already published are no-ops the second time.
         self._commit_with_retries = retry(
@@ -164,6 +166,7 @@ class ReplayLogWriter:
             else:
                 published = self._publish_batch(query_id, batch_id, len(chunks), fence)
                 if published is not None:
+                    self._published[query_id] = max(batch_id, self._published.get(query_id, -1))
                     return BatchCommit(batch_id=batch_id, chunks=(*staged[:-1], published))
         raise RuntimeError(
             f"batch {batch_id}: its staged chunks vanished {_RESTAGE_ATTEMPTS} times in a row; is another "
@@ -186,6 +189,7 @@ class ReplayLogWriter:
         count the rebuild, and mark the history before ``lost_before_ms`` as lost (None: nothing lost).
         Returns the stream's epoch, which the rebuilt and the live batches then fence on."""
         lost = -1 if lost_before_ms is None else lost_before_ms
+        self._published.clear()  # the new epoch starts without a marker (mark_rebuild.lua) or without a log
         epoch = self._mark_rebuild(keys=[self.keys.meta],
                                    args=[secrets.token_hex(8), lost, lost_records, lost_tail_of])
         return _decode(epoch)
@@ -214,7 +218,8 @@ class ReplayLogWriter:
         consecutive: bool = True,
     ) -> ChunkResult | None:
         """The chunk's result, or None when the script asks for the batch again from its first chunk."""
-        args: list[str | int] = [query_id, batch_id, index, count, "1" if consecutive else "0", 0, fence]
+        published = self._published.get(query_id, -1) if consecutive else -1
+        args: list[str | int] = [query_id, batch_id, index, count, "1" if consecutive else "0", published, fence]
         for record in chunk:
             args.extend((record.processing_id, record.key, record.payload))
         # Only the last chunk needs the replicas: WAIT covers every write before it too.

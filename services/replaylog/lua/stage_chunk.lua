@@ -15,8 +15,9 @@
 -- A chunk of a batch more than one past the marker of the same query means the log lost its tail: Spark
 -- hands the sink batch N only after batch N-1 was published (and, with WAIT, replicated), so a marker at
 -- N-2 or before says Redis lost published batches while keeping the epoch (a failover to a replica that
--- lacked them, a restore of an older snapshot). Status "behind": nothing written; the writer starts a new
--- epoch and rebuilds (never silently appends after a hole).
+-- lacked them, a restore of an older snapshot). So does a marker behind the batch this writer remembers
+-- publishing (ARGV[6]), whatever query it names. Status "behind": nothing written; the writer starts a
+-- new epoch and rebuilds (never silently appends after a hole).
 --
 -- KEYS[1]  log      stream of committed results, entry id "<seq>-0", fields pid, key, data, ts, batch
 -- KEYS[2]  meta     hash: epoch, created_ms, first_seq, last_seq, query_id, last_batch, last_chunk,
@@ -37,7 +38,9 @@
 -- ARGV[5]  consecutive   '1': the batch ids are Spark's own, one after the other, and a batch more than one
 --                        past the marker is a lost tail ("behind"); '0': ids may skip (a rebuild commits
 --                        only the batches that have results)
--- ARGV[6]  (unused)      kept so the argument positions stay those of publish_batch.lua
+-- ARGV[6]  published     the batch id this writer itself last published for this query, -1 if none (a new
+--                        driver): with consecutive '1', a log whose marker is not at or past it lost that
+--                        batch ("behind"), also when the marker now names another query (a rebuild's)
 -- ARGV[7]  fence         '' for none; otherwise the epoch the writer last saw: the chunk is refused
 --                        (status "fenced", nothing written) unless the stream has exactly that epoch, so a
 --                        writer never stages into a log that was lost and started over behind its back
@@ -78,12 +81,13 @@ local last_batch = -1
 if redis.call('HGET', meta, 'query_id') == query_id then
   last_batch = tonumber(redis.call('HGET', meta, 'last_batch'))
 end
+local published = tonumber(ARGV[6])
 
 if batch <= last_batch then
   redis.call('HINCRBY', meta, 'chunks_replayed', 1)
   return unchanged('replayed')
 end
-if ARGV[5] == '1' and last_batch >= 0 and batch > last_batch + 1 then
+if ARGV[5] == '1' and ((last_batch >= 0 and batch > last_batch + 1) or last_batch < published) then
   return unchanged('behind')
 end
 

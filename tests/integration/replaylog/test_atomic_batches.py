@@ -115,9 +115,10 @@ def test_a_new_query_abandons_a_staged_batch_without_leaking_it(redis: redis_lib
     meta = ReplayLogReader(redis, unique_name).meta()
     assert (meta.query_id, meta.last_batch, meta.counters["batches_abandoned"]) == ("new", 0, 1)
     assert meta.counters["query_changes"] == 1
-    # The old driver's last chunk arriving late is refused: what it follows is gone.
+    # The old driver's last chunk arriving late is refused: what it follows is gone. (Its own writer, in
+    # another process, remembers nothing the new one published.)
     chunks = plan_chunks(abandoned, 2)
-    assert writer._stage_chunk("old", 5, 2, 3, chunks[2]) is None
+    assert ReplayLogWriter(redis, unique_name, chunk_size=2)._stage_chunk("old", 5, 2, 3, chunks[2]) is None
     assert ReplayLogReader(redis, unique_name).meta().last_seq == 3
 
 

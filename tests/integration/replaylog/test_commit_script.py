@@ -212,3 +212,22 @@ def test_a_lost_tail_gets_a_new_epoch_that_keeps_the_entries_before_the_hole(
     # A rebuild appends after the kept entries, fenced on the new epoch; ids already there are skipped.
     result = writer.commit_batch("rebuild:q1", 0, [rec(1), rec(2), rec(3)], fence=new, consecutive=False)
     assert (result.appended, result.duplicates, result.last_seq) == (1, 2, 4)
+
+
+def test_a_log_behind_the_batch_this_writer_published_lost_it_even_under_another_querys_marker(
+    redis: redis_lib.Redis, unique_name: str
+) -> None:
+    """After a rebuild the marker names ``rebuild:q1``; the live query's first batch after it is lost in a
+    failover, the marker reverts to the rebuild's: the writer remembers publishing it and finds it gone."""
+    writer = ReplayLogWriter(redis, unique_name)
+    writer.commit_batch("rebuild:q1", 3, [rec(1)], consecutive=False)
+    before = redis.dump(writer.keys.meta), redis.dump(writer.keys.log), redis.dump(writer.keys.ids)
+    writer.commit_batch("q1", 4, [rec(2)])
+    # The failover: the promoted replica has the log as it was before batch 4.
+    for key, value in zip((writer.keys.meta, writer.keys.log, writer.keys.ids), before, strict=True):
+        redis.restore(key, 0, value, replace=True)
+
+    with pytest.raises(TailLost):
+        writer.commit_batch("q1", 5, [rec(3)])
+    # A new driver does not know what was published before it: it cannot tell (docs/replay-log.md).
+    assert ReplayLogWriter(redis, unique_name).commit_batch("q1", 5, [rec(3)]).appended == 1
