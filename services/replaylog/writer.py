@@ -238,13 +238,14 @@ class ReplayLogWriter:
         args: list[str | int] = [query_id, batch_id, 0, count, secrets.token_hex(8), self.retention, fence]
         return self._chunk_result(self._run(self._publish, args), fence)
 
-    @staticmethod
-    def _chunk_result(reply: Sequence[Any], fence: str) -> ChunkResult | None:
+    def _chunk_result(self, reply: Sequence[Any], fence: str) -> ChunkResult | None:
         status, epoch, first_seq, last_seq, appended, duplicates = reply
         status_text = _decode(status)
         if status_text == "restage":
             return None
         if status_text == "fenced":
+            # What this writer published was in the epoch it fenced on: another epoch's log owes it nothing.
+            self._published.clear()
             raise EpochFenced(fence, _decode(epoch))
         if status_text not in _STATUSES:
             raise RuntimeError(f"commit script returned unknown status {status_text!r}")

@@ -8,7 +8,7 @@ import pytest
 import redis as redis_lib
 
 from sparkwire.replaylog import Record, ReplayLogReader, ReplayLogWriter
-from sparkwire.replaylog.writer import TailLost
+from sparkwire.replaylog.writer import EpochFenced, TailLost
 
 
 def rec(i: int, key: str | None = None) -> Record:
@@ -229,5 +229,14 @@ def test_a_log_behind_the_batch_this_writer_published_lost_it_even_under_another
 
     with pytest.raises(TailLost):
         writer.commit_batch("q1", 5, [rec(3)])
+    # A log found in another epoch owes the writer nothing of what it published before.
+    epoch = ReplayLogReader(redis, unique_name).meta().epoch
+    redis.hset(writer.keys.meta, "epoch", "another")
+    with pytest.raises(EpochFenced):
+        writer.commit_batch("q1", 5, [rec(3)], fence=epoch)
+    assert writer.commit_batch("q1", 5, [rec(3)], fence="another").appended == 1
+    redis.hset(writer.keys.meta, "epoch", epoch)
     # A new driver does not know what was published before it: it cannot tell (docs/replay-log.md).
+    for key, value in zip((writer.keys.meta, writer.keys.log, writer.keys.ids), before, strict=True):
+        redis.restore(key, 0, value, replace=True)
     assert ReplayLogWriter(redis, unique_name).commit_batch("q1", 5, [rec(3)]).appended == 1
