@@ -12,6 +12,7 @@ from .nginx import NginxBalancer as NginxBalancer
 from .paths import SetupMissingError, kafka_libs_dir, spark_connector_jars
 from .ports import free_port
 from .process import ManagedProcess, ProcessDiedError, ReadyTimeoutError
+from .redis_sentinel import ReplicatedRedis, SentinelServer
 from .redis_server import RedisServer
 
 __all__ = [
@@ -22,6 +23,8 @@ __all__ = [
     "ProcessDiedError",
     "ReadyTimeoutError",
     "RedisServer",
+    "ReplicatedRedis",
+    "SentinelServer",
     "SetupMissingError",
     "cache_dir",
     "free_port",

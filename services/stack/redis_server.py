@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 
 import redis
@@ -20,12 +21,19 @@ def _redis_server_executable() -> str:
 
 
 class RedisServer:
-    """``redis-server`` on 127.0.0.1 with its data (AOF) in ``workdir``; ``restart()`` keeps the data."""
+    """``redis-server`` on 127.0.0.1 with its data (AOF) in ``workdir``; ``restart()`` keeps the data.
 
-    def __init__(self, workdir: Path, port: int | None = None) -> None:
+    ``extra_args``: more settings, e.g. ``["--replicaof", "127.0.0.1", "6379"]``; read at every start, so
+    changing ``extra_args`` between a stop and a start changes what the server starts with."""
+
+    def __init__(self, workdir: Path, port: int | None = None, *, extra_args: Sequence[str] = ()) -> None:
         self.workdir = Path(workdir)
         self.port = port if port is not None else free_port()
-        command = [
+        self.extra_args = list(extra_args)
+        self.process = ManagedProcess("redis", self._command(), self.workdir)
+
+    def _command(self) -> list[str]:
+        return [
             _redis_server_executable(),
             "--port", str(self.port),
             "--bind", "127.0.0.1",
@@ -35,8 +43,8 @@ class RedisServer:
             "--save", "",
             "--daemonize", "no",
             "--logfile", "",
+            *self.extra_args,
         ]  # fmt: skip
-        self.process = ManagedProcess("redis", command, self.workdir)
 
     @property
     def url(self) -> str:
@@ -50,6 +58,7 @@ class RedisServer:
             return bool(client.ping())
 
     def start(self, timeout: float = 30.0) -> None:
+        self.process.command = self._command()
         self.process.start()
         self.process.wait_ready(self.ping, timeout)
 
