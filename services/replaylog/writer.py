@@ -60,8 +60,9 @@ class NotReplicated(RuntimeError):
 def _transient(error: BaseException) -> bool:
     """Worth sending the batch again: the step is idempotent and Redis may be failing over."""
     if isinstance(error, redis.ResponseError) and not isinstance(error, redis.ReadOnlyError):
-        # min-replicas-to-write refused a write: the primary has lost its replicas, for now.
-        return str(error).startswith("NOREPLICAS")
+        # min-replicas-to-write refused a write: the primary has lost its replicas, for now. In a pipeline
+        # (with WAIT) redis-py prefixes the message ("Command # 1 (EVALSHA …) of pipeline caused error: …").
+        return "NOREPLICAS" in str(error)
     return isinstance(error, (redis.ConnectionError, redis.TimeoutError, redis.ReadOnlyError, NotReplicated))
 
 

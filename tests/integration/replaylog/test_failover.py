@@ -8,6 +8,7 @@ the same entries under the same seqs, or the loss must be detected (never a sile
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -131,3 +132,24 @@ def test_a_tail_lost_in_a_failover_is_detected_before_anything_is_appended_after
 
     assert (lost.value.epoch.encode(), lost.value.last_batch) == (epoch, 0)
     assert [entry_id for entry_id, _ in entries(promoted, writer)] == [b"1-0", b"2-0"]
+
+
+def test_a_primary_without_its_replicas_refuses_the_commit_until_one_is_back_and_the_writer_retries(
+    pair: Pair, unique_name: str
+) -> None:
+    """min-replicas-to-write 1 (the replicated topology's setting): a primary whose replica is gone answers
+    NOREPLICAS, which the writer retries (in a pipeline with WAIT too) until the replica is back."""
+    primary = pair.client(pair.primary)
+    primary.config_set("min-replicas-to-write", 1)
+    primary.config_set("min-replicas-max-lag", 1)
+    writer = ReplayLogWriter(primary, unique_name, replicas=1, replica_timeout_ms=300, retry_for_seconds=20.0)
+    writer.commit_batch("q1", 0, [rec(1)])
+    replica = pair.client(pair.replica)
+    replica.replicaof("NO", "ONE")  # the replica leaves; the primary sees it gone at once
+
+    threading.Timer(2.0, lambda: replica.replicaof("127.0.0.1", pair.toxiproxy.listen_ports["replication"])).start()
+    started = time.monotonic()
+    result = writer.commit_batch("q1", 1, [rec(2)])
+
+    assert result.appended == 1 and time.monotonic() - started >= 1.5
+    assert primary.info("commandstats").get("cmdstat_evalsha", {}).get("failed_calls", 0) > 0
