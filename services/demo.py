@@ -5,7 +5,9 @@ Starts Redis and a Kafka broker, two Spark jobs — the built-in metrics aggrega
 two gateways behind nginx (the ingress) serving both streams, and producers of live events and orders
 (with some duplicates and malformed records). Prints every metrics result as it is committed and the
 addresses of the browser pages; Python clients read both streams through nginx while one gateway is killed
-and restarted halfway. At the end both logs are checked against results computed independently from what
+and restarted halfway. With ``--redis replicated`` Redis is 1 primary, 2 replicas and 3 sentinels, every
+process finds the primary through Sentinel, the jobs wait for a replica before publishing, and the primary
+is SIGKILLed halfway too (a failover). At the end both logs are checked against results computed independently from what
 was produced (for orders: every revision of every result), and each client's entries against its log.
 
 The gateways require tokens, as a chart install does: the demo generates a secret for this run and
@@ -28,7 +30,7 @@ from sparkwire.gateway.auth import issue_token
 from sparkwire.paths import cache_dir
 from sparkwire.redis_url import connect
 from sparkwire.replaylog import ReplayLogReader
-from sparkwire.stack import GatewayProcess, KafkaBroker, ManagedProcess, NginxBalancer, RedisServer
+from sparkwire.stack import GatewayProcess, KafkaBroker, ManagedProcess, NginxBalancer, RedisServer, ReplicatedRedis
 from sparkwire.verify import compare, expected_results
 
 WINDOW_MS = 2_000
@@ -102,12 +104,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=100.0, help="events per second")
     parser.add_argument("--hold", type=int, default=0,
                         help="keep everything running this many seconds after the check (to look at the page)")
+    parser.add_argument("--redis", choices=("single", "replicated"), default="single",
+                        help="single: one redis-server; replicated: 1 primary + 2 replicas + 3 sentinels, the "
+                        "primary SIGKILLed halfway")
     args = parser.parse_args(argv)
+    replicated = args.redis == "replicated"
 
     workdir = cache_dir() / "run" / f"demo-{int(time.time())}"
     workdir.mkdir(parents=True)
     _say(f"work dir {workdir} (process logs are here)")
-    with RedisServer(workdir / "redis") as redis_server, KafkaBroker(workdir / "kafka") as kafka:
+    redis_stack = ReplicatedRedis(workdir / "redis") if replicated else RedisServer(workdir / "redis")
+    # Replicated: a batch is published only once a replica holds it (docs/replay-log.md, "Across a failover").
+    replicas = "1" if replicated else "0"
+    with redis_stack as redis_server, KafkaBroker(workdir / "kafka") as kafka:
         _say(f"redis {redis_server.url}, kafka {kafka.bootstrap}")
         kafka.create_topic("metrics-raw", partitions=2)
         kafka.create_topic("metrics-deadletter", partitions=1)
@@ -116,11 +125,12 @@ def main(argv: list[str] | None = None) -> int:
         aggregator = ManagedProcess("aggregator", [
             *python, "aggregate", "--bootstrap-servers", kafka.bootstrap, "--redis-url", redis_server.url,
             "--stream", STREAM, "--checkpoint", str(workdir / "checkpoint"), "--window-ms", str(WINDOW_MS),
-            "--watermark-delay-ms", str(DELAY_MS), "--trigger-ms", "500",
+            "--watermark-delay-ms", str(DELAY_MS), "--trigger-ms", "500", "--redis-replicas", replicas,
         ], workdir)  # fmt: skip
         orders_checkpoint = workdir / "checkpoint-orders"
         orders_job = ManagedProcess("orders-job", [sys.executable, "-m", "sparkwire.examples.orders", "run"], workdir,
-                                    env=_orders_settings(kafka.bootstrap, redis_server.url, orders_checkpoint))
+                                    env={**_orders_settings(kafka.bootstrap, redis_server.url, orders_checkpoint),
+                                         "SPARKWIRE_REDIS_REPLICAS": replicas})
         orders_file = workdir / "orders.jsonl"
         orders_producer = ManagedProcess("orders-producer", [
             sys.executable, "-m", "sparkwire.examples.orders.produce", "--bootstrap-servers", kafka.bootstrap,
@@ -166,6 +176,13 @@ def main(argv: list[str] | None = None) -> int:
                     _say(f"SIGKILL gateway on port {gateways[0].port}; its clients resume on the other; restarting it")
                     gateways[0].process.kill()
                     gateways[0].start()
+                    if isinstance(redis_server, ReplicatedRedis):
+                        old = redis_server.kill_primary()
+                        _say(f"SIGKILL the Redis primary (port {old.port}); the sentinels promote a replica")
+                        new = redis_server.wait_for_failover(old.port)
+                        _say(f"Redis primary is now port {new.port}; the jobs and gateways followed it; "
+                             f"port {old.port} restarts as a replica")
+                        redis_server.restart(old)
                 time.sleep(0.5)
             raw = [json.loads(line)["value"] for line in events_file.read_text().splitlines()]
             expected = expected_results(raw, WINDOW_MS, DELAY_MS)
