@@ -71,6 +71,8 @@ def test_alerts_fire_on_what_they_are_about(tmp_path: Path) -> None:
         # The aggregator falls 200k Kafka records behind from minute 2 on.
         _series("sparkwire_aggregator_kafka_offsets_behind", AGG, "0 0 200000x28", query="sparkwire-aggregate",
                 pod="driver"),
+        # A failover loses the log's tail at minute 6 (the job counts it once).
+        _series("sparkwire_aggregator_tail_losses_total", AGG, "0x6 1x24", pod="driver"),
         # Gateways are up throughout; the driver disappears after minute 5.
         _series("up", GW, "1x30", pod="gw-1"),
         _series("up", AGG, "1x5 0x25", pod="driver"),
@@ -97,6 +99,8 @@ def test_alerts_fire_on_what_they_are_about(tmp_path: Path) -> None:
                 _alert("4m", "SparkwireAggregatorDown"),
                 _alert("20m", "SparkwireAggregatorDown", {"severity": "critical"}),
                 _alert("20m", "SparkwireSinkSuppressedDuplicates"),
+                _alert("5m", "SparkwireReplayLogTailLost"),
+                _alert("7m", "SparkwireReplayLogTailLost", {"namespace": NAMESPACE, "severity": "critical"}),
                 _alert("8m", "SparkwireKafkaConsumerLag"),  # pending: `for: 10m`
                 _alert("14m", "SparkwireKafkaConsumerLag", {"namespace": NAMESPACE, "severity": "warning"}),
             ],
@@ -108,7 +112,8 @@ def test_alerts_fire_on_what_they_are_about(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("alert", ["SparkwireClientsReportDuplicates", "SparkwireClientsReportGaps",
-                                   "SparkwireGatewayGapDetected", "SparkwireReplayLogEpochChanged"])
+                                   "SparkwireGatewayGapDetected", "SparkwireReplayLogEpochChanged",
+                                   "SparkwireReplayLogTailLost"])
 def test_exactly_once_alerts_page_at_once(alert: str) -> None:
     rules = {r["alert"]: r for g in _groups() for r in g["rules"]}
     assert rules[alert]["labels"]["severity"] == "critical"
