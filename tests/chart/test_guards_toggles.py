@@ -40,7 +40,7 @@ KAFKA = f"{FULLNAME}-kafka"
                   "redis.external.existingSecret": "s"}, "set only one of redis.external.url",
                  id="two-external-urls"),
     pytest.param({"redis.enabled": False, "redis.external.url": "http://redis:6379"},
-                 "must start with redis:// or rediss://", id="external-url-scheme"),
+                 "must start with redis://, rediss:// or redis+sentinel://", id="external-url-scheme"),
     pytest.param({"gateway.auth.secret": "x" * 40, "gateway.auth.existingSecret": "jwt"},
                  "set only one of gateway.auth.secret and gateway.auth.existingSecret", id="two-auth-secrets"),
     pytest.param({"kafka.bootstrapServers": ""}, "set kafka.bootstrapServers to your Kafka", id="no-kafka"),

@@ -335,3 +335,15 @@ def test_guards_hold_without_the_schema(job: dict[str, Any], message: str) -> No
          "--skip-schema-validation", "--set-json", f"jobs={json.dumps([job])}"],
         capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode != 0 and message in result.stderr, result.stderr
+
+
+def test_every_spark_job_waits_for_the_replicas_an_external_redis_asks_for_and_none_on_the_charts_own() -> None:
+    """redis.external.replicasToAcknowledge reaches every Spark job (aggregator and jobs:) as
+    SPARKWIRE_REDIS_REPLICAS; the chart's own Redis has no replica, so 0 there whatever the value says."""
+    sentinel = "redis+sentinel://s1.example:26379,s2.example:26379/mymaster/0"
+    external = render([JOBS_VALUES], sets={"redis.enabled": False, "redis.external.url": sentinel,
+                                           "redis.external.replicasToAcknowledge": 1})
+    own = render([JOBS_VALUES], sets={"redis.external.replicasToAcknowledge": 1})
+    for name in (AGGREGATOR, ORDERS):
+        assert env_of(_driver(find(external, "SparkApplication", name)))["SPARKWIRE_REDIS_REPLICAS"]["value"] == "1"
+        assert env_of(_driver(find(own, "SparkApplication", name)))["SPARKWIRE_REDIS_REPLICAS"]["value"] == "0"

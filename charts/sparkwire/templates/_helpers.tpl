@@ -88,6 +88,12 @@ imagePullSecrets:
 {{/* Environment that gives a container SPARKWIRE_REDIS_URL. For the in-chart Redis the password
 comes from the Secret as REDIS_PASSWORD, listed first so that Kubernetes expands $(REDIS_PASSWORD)
 in the URL; an external Redis's whole URL comes from a Secret. */}}
+{{/* How many replicas a Spark job waits for before it publishes a batch: the in-chart Redis has none. */}}
+{{- define "sparkwire.redis.replicasEnv" -}}
+- name: SPARKWIRE_REDIS_REPLICAS
+  value: {{ ternary 0 .Values.redis.external.replicasToAcknowledge .Values.redis.enabled | quote }}
+{{- end -}}
+
 {{- define "sparkwire.redis.env" -}}
 {{- if .Values.redis.enabled }}
 {{- if .Values.redis.auth.enabled }}
@@ -150,6 +156,7 @@ in the URL; an external Redis's whole URL comes from a Secret. */}}
 - name: SPARKWIRE_MAX_OFFSETS_PER_TRIGGER
   value: {{ $c.maxOffsetsPerTrigger | quote }}
 {{ include "sparkwire.redis.env" . | trim }}
+{{ include "sparkwire.redis.replicasEnv" . }}
 - name: SPARKWIRE_STREAM
   value: {{ .Values.stream | quote }}
 - name: SPARKWIRE_RETENTION
@@ -622,6 +629,7 @@ and settings default to the aggregator's, except the checkpoint claim (each job 
 - name: SPARKWIRE_BOOTSTRAP_SERVERS
   value: {{ include "sparkwire.kafka.bootstrapServers" .ctx | quote }}
 {{ include "sparkwire.redis.env" .ctx | trim }}
+{{ include "sparkwire.redis.replicasEnv" .ctx }}
 - name: SPARKWIRE_STREAM
   value: {{ $j.stream | quote }}
 - name: SPARKWIRE_CHECKPOINT
