@@ -1,6 +1,6 @@
 """Helpers shared by the benchmark scripts: the marked sections of docs/benchmarks.md, nearest-rank
-quantiles (of samples and of histograms), the machine description, CPU and memory of child processes,
-the commit cadence, the open-files limit, argparse types."""
+quantiles (of samples and of histograms), the repeats of one timed variant, the machine description, CPU
+and memory of child processes, the commit cadence, the open-files limit, argparse types."""
 
 from __future__ import annotations
 
@@ -8,11 +8,14 @@ import argparse
 import os
 import platform
 import resource
+import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Generic, Protocol, TypeVar
 
 import redis
 
@@ -65,6 +68,38 @@ def quantile(sorted_samples: Sequence[float], q: float) -> float:
         return float("nan")
     rank = max(1, min(len(sorted_samples), int(-(-q * len(sorted_samples) // 1))))
     return sorted_samples[rank - 1]
+
+
+class TimedRun(Protocol):
+    """One timed pass of a variant: its wall time and the latency of each call in it."""
+
+    seconds: float
+    call_latencies: list[float]
+
+
+RunT = TypeVar("RunT", bound=TimedRun)
+
+
+@dataclass
+class TimedCell(Generic[RunT]):
+    """All repeats of one variant at one setting: rates, medians and call-latency quantiles over them."""
+
+    runs: list[RunT] = field(default_factory=list)
+
+    def rates(self, records: int) -> list[float]:
+        return [records / r.seconds for r in self.runs]
+
+    def median_rate(self, records: int) -> float:
+        return statistics.median(self.rates(records))
+
+    def median_seconds(self) -> float:
+        return statistics.median(r.seconds for r in self.runs)
+
+    def latency_ms(self, q: float) -> float:
+        return quantile(sorted(x for r in self.runs for x in r.call_latencies), q) * 1e3
+
+    def samples(self) -> int:
+        return sum(len(r.call_latencies) for r in self.runs)
 
 
 def machine_info(client: redis.Redis) -> dict[str, str]:

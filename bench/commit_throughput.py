@@ -27,11 +27,18 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import redis
-from _common import emit_section, int_list, machine_info, markers, quantile, reproduce_lines  # bench/ is sys.path[0]
+from _common import (  # bench/ is sys.path[0]
+    TimedCell,
+    emit_section,
+    int_list,
+    machine_info,
+    markers,
+    reproduce_lines,
+)
 
 from sparkwire.replaylog import Record, ReplayLogWriter
 from sparkwire.replaylog.keys import StreamKeys
@@ -55,30 +62,14 @@ class VariantRun:
     call_latencies: list[float]
 
 
-@dataclass
-class Cell:
+class Cell(TimedCell[VariantRun]):
     """All repeats of one variant at one (fsync, batch size)."""
-
-    runs: list[VariantRun] = field(default_factory=list)
-
-    def rates(self, records: int) -> list[float]:
-        return [records / r.seconds for r in self.runs]
-
-    def median_rate(self, records: int) -> float:
-        return statistics.median(self.rates(records))
 
     def cpu_us_per_record(self, records: int) -> float:
         return statistics.median(r.redis_cpu_seconds for r in self.runs) / records * 1e6
 
     def client_cpu_us_per_record(self, records: int) -> float:
         return statistics.median(r.client_cpu_seconds for r in self.runs) / records * 1e6
-
-    def latency_ms(self, q: float) -> float:
-        samples = sorted(x for r in self.runs for x in r.call_latencies)
-        return quantile(samples, q) * 1e3
-
-    def samples(self) -> int:
-        return sum(len(r.call_latencies) for r in self.runs)
 
 
 def make_records(count: int, payload_bytes: int) -> list[Record]:

@@ -27,12 +27,19 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import redis
-from _common import emit_section, int_list, machine_info, markers, quantile, reproduce_lines  # bench/ is sys.path[0]
+from _common import (  # bench/ is sys.path[0]
+    TimedCell,
+    emit_section,
+    int_list,
+    machine_info,
+    markers,
+    reproduce_lines,
+)
 from commit_throughput import METRICS, QUERY_ID, make_records
 
 from sparkwire.replaylog import Record, ReplayLogWriter
@@ -55,26 +62,8 @@ class Run:
     aof_rewrites: int  # AOF rewrites (primary + replica) that ran during the pass
 
 
-@dataclass
-class Cell:
+class Cell(TimedCell[Run]):
     """All repeats of one variant at one batch size."""
-
-    runs: list[Run] = field(default_factory=list)
-
-    def rates(self, records: int) -> list[float]:
-        return [records / r.seconds for r in self.runs]
-
-    def median_rate(self, records: int) -> float:
-        return statistics.median(self.rates(records))
-
-    def median_seconds(self) -> float:
-        return statistics.median(r.seconds for r in self.runs)
-
-    def latency_ms(self, q: float) -> float:
-        return quantile(sorted(x for r in self.runs for x in r.call_latencies), q) * 1e3
-
-    def samples(self) -> int:
-        return sum(len(r.call_latencies) for r in self.runs)
 
     def waits_per_batch(self) -> float:
         return sum(r.waits for r in self.runs) / self.samples()
