@@ -23,6 +23,10 @@ import sys
 import time
 from pathlib import Path
 
+import redis
+from redis.backoff import ExponentialWithJitterBackoff
+from redis.retry import Retry
+
 from sparkwire.client import BackgroundClient
 from sparkwire.examples.orders.expected import committed_batches, delivered_revisions, differences, expected_revisions
 from sparkwire.examples.orders.produce import load_orders
@@ -38,6 +42,11 @@ DELAY_MS = 1_000
 STREAM = "metrics"
 ORDERS = "orders"
 ORDERS_WINDOW_MS, ORDERS_SLIDE_MS, ORDERS_DELAY_MS = 10_000, 5_000, 2_000
+
+
+def _log_client(url: str) -> redis.Redis:
+    """The demo's own reads of the logs; retried for ~10 s, longer than a failover takes."""
+    return connect(url, retry=Retry(ExponentialWithJitterBackoff(base=0.1, cap=1.0), retries=15))
 
 
 def _say(text: str) -> None:
@@ -78,7 +87,7 @@ def _check_orders(redis_url: str, orders_file: Path, checkpoint: Path, watcher: 
             return False
         time.sleep(0.5)
         batches = committed_batches(checkpoint, ORDERS)
-    reader = ReplayLogReader(connect(redis_url), ORDERS)
+    reader = ReplayLogReader(_log_client(redis_url), ORDERS)
     entries = list(reader.iter_all())
     found, problems = delivered_revisions(entries)
     wrong = problems + differences(found, expected_revisions(orders, batches, ORDERS_WINDOW_MS, ORDERS_SLIDE_MS))
@@ -161,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         orders_job.start()
         producer.start()
         orders_producer.start()
-        reader = ReplayLogReader(connect(redis_server.url), STREAM)
+        reader = ReplayLogReader(_log_client(redis_server.url), STREAM)
         shown = 0
         killed_at = time.monotonic() + args.seconds / 2
         try:

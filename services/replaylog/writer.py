@@ -122,14 +122,17 @@ class ReplayLogWriter:
         self._mark_rebuild = client.register_script(_MARK_REBUILD_SOURCE)
         # The last batch this writer published, per query: a log found behind it lost it (stage_chunk.lua).
         self._published: dict[str, int] = {}
-        # A step whose reply was lost, or that met a failover, is simply sent again, from the batch's first
-        # chunk: a chunk already staged and a batch already published are no-ops the second time.
-        self._commit_with_retries = retry(
+        # A call whose reply was lost, or that met a failover, is simply sent again; a batch from its first
+        # chunk: a chunk already staged and a batch already published are no-ops the second time, and the
+        # other calls are reads or idempotent writes.
+        retrying = retry(
             retry=retry_if_exception(_transient),
             wait=wait_exponential_jitter(multiplier=0.05, max=2.0, jitter=0.05),
             stop=stop_after_delay(retry_for_seconds),
             reraise=True,
-        )(self._commit_once)
+        )
+        self._commit_with_retries = retrying(self._commit_once)
+        self._call = retrying(lambda call: call())
 
     def commit_batch(
         self,
@@ -176,13 +179,13 @@ class ReplayLogWriter:
 
     def stream_epoch(self) -> tuple[str, str]:
         """The stream's epoch ('' for none) and the query id of its last published batch ('' for none)."""
-        epoch, query = self.client.hmget(self.keys.meta, ["epoch", "query_id"])
+        epoch, query = self._call(lambda: self.client.hmget(self.keys.meta, ["epoch", "query_id"]))
         return (_decode(epoch) if epoch is not None else "", _decode(query) if query is not None else "")
 
     def put_descriptor(self, document: str) -> None:
         """Store the stream's descriptor (JSON). Not part of a batch: it describes every batch alike, and the
         sink writes it again whenever the log is found lost."""
-        self.client.set(self.keys.descriptor, document)
+        self._call(lambda: self.client.set(self.keys.descriptor, document))
 
     def mark_rebuild(self, lost_before_ms: int | None, lost_records: int, *, lost_tail_of: str = "") -> str:
         """Open a rebuild of a lost log (``lua/mark_rebuild.lua``): create the epoch if the stream has none,
@@ -191,8 +194,9 @@ class ReplayLogWriter:
         Returns the stream's epoch, which the rebuilt and the live batches then fence on."""
         lost = -1 if lost_before_ms is None else lost_before_ms
         self._published.clear()  # the new epoch starts without a marker (mark_rebuild.lua) or without a log
-        epoch = self._mark_rebuild(keys=[self.keys.meta],
-                                   args=[secrets.token_hex(8), lost, lost_records, lost_tail_of])
+        # A retried call finds the epoch it created (or replaced) and keeps it; it counts the rebuild twice.
+        epoch = self._call(lambda: self._mark_rebuild(keys=[self.keys.meta],
+                                                      args=[secrets.token_hex(8), lost, lost_records, lost_tail_of]))
         return _decode(epoch)
 
     def _run(self, script: Any, args: Sequence[str | int]) -> list[Any]:
@@ -227,7 +231,7 @@ class ReplayLogWriter:
         reply = self._run(self._stage, args) if index == count - 1 else list(
             self._stage(keys=[*self.keys.all(), self.keys.staging], args=args))
         if _decode(reply[0]) == "behind":
-            last_batch = self.client.hget(self.keys.meta, "last_batch")
+            last_batch = self._call(lambda: self.client.hget(self.keys.meta, "last_batch"))
             raise TailLost(_decode(reply[1]), int(_decode(last_batch)) if last_batch is not None else -1, batch_id)
         return self._chunk_result(reply, fence)
 

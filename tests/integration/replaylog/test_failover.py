@@ -153,3 +153,21 @@ def test_a_primary_without_its_replicas_refuses_the_commit_until_one_is_back_and
 
     assert result.appended == 1 and time.monotonic() - started >= 1.5
     assert primary.info("commandstats").get("cmdstat_evalsha", {}).get("failed_calls", 0) > 0
+
+
+def test_the_writers_other_calls_outlast_a_broken_link_too(pair: Pair, unique_name: str) -> None:
+    """The descriptor, the epoch lookup and mark_rebuild are retried like a commit (a job's first batch may
+    meet a failover: it writes the descriptor first)."""
+    link = pair.toxiproxy.create_proxy("writer", pair.primary.port)
+    writer = ReplayLogWriter(redis_lib.Redis(host="127.0.0.1", port=link, socket_timeout=1.0), unique_name,
+                             retry_for_seconds=10.0)
+    toxics = pair.toxiproxy.add_fault("writer", "down", "reset", {})
+    threading.Timer(1.5, lambda: pair.toxiproxy.remove("writer", toxics)).start()
+    started = time.monotonic()
+
+    writer.put_descriptor('{"stream":"s"}')
+    epoch = writer.mark_rebuild(None, 0)
+
+    assert time.monotonic() - started >= 1.0
+    assert writer.stream_epoch() == (epoch, "")
+    assert pair.client(pair.primary).get(writer.keys.descriptor) == b'{"stream":"s"}'
