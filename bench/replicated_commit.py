@@ -126,11 +126,16 @@ def caught_up(primary: redis.Redis, replica: redis.Redis) -> None:
 
 def rewrite_aofs(clients: Sequence[redis.Redis]) -> None:
     """A freshly rewritten (small) AOF on every node, so no automatic rewrite starts in the timed part."""
-    for client in clients:
-        client.bgrewriteaof()
     deadline = time.monotonic() + 60
     for client in clients:
-        while True:
+        _idle_aof(client, deadline)  # an automatic rewrite may be running: BGREWRITEAOF would be refused
+        client.bgrewriteaof()
+    for client in clients:
+        _idle_aof(client, deadline)
+
+
+def _idle_aof(client: redis.Redis, deadline: float) -> None:
+    while True:
             info = client.info("persistence")
             if not info["aof_rewrite_in_progress"] and not info["aof_rewrite_scheduled"]:
                 break
@@ -199,18 +204,22 @@ def summary(records: int, rows: Sequence[Row]) -> list[str]:
         "**Reading the results** (computed from the table above):",
         "",
         f"- The primary served {waits_text} `WAIT` commands per batch with `replicas=1`, at every batch size: "
-        "the cost is per batch, not per record, as docs/replay-log.md says.",
+        "two round trips per batch, not per record, as docs/replay-log.md says. Each lasts until the replica has "
+        "applied (and, with its AOF, fsynced) what the primary wrote, so it grows with the batch.",
         f"- The median commit of one batch changes by {min(added):+.2f} to {max(added):+.2f} ms with the wait "
         f"({min(relative):+.0%} to {max(relative):+.0%} of the median without it); throughput with `replicas=1` "
         f"is {min(ratios):.2f}-{max(ratios):.2f}x that without.",
     ]
     if resolved:
-        per_record = ", ".join(f"{r.added_p50_ms() * 1e3 / r.batch_size:.1f} µs per record at {r.batch_size:,}"
-                               for r in resolved)
+        per_record = [r.added_p50_ms() * 1e3 / r.batch_size for r in resolved]
+        trend = ("less than in proportion to the batch: the per-batch part weighs less as batches grow"
+                 if len(resolved) > 1 and per_record[-1] < per_record[0] else "about in proportion to the batch")
         out.append(
             f"- Where the wait shows above the noise ({', '.join(f'{r.batch_size:,}' for r in resolved)}-record "
             f"batches) it adds {', '.join(f'{r.added_p50_ms():.2f} ms' for r in resolved)} per batch, i.e. "
-            f"{per_record}: a fixed cost per batch that weighs less as batches grow."
+            + ", ".join(f"{us:.1f} µs per record at {r.batch_size:,}"
+                        for us, r in zip(per_record, resolved, strict=True))
+            + f": it grows {trend}."
         )
     if unresolved:
         out.append(
