@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-import redis as redis_lib
 
+from sparkwire.redis_url import connect
 from sparkwire.replaylog import ReplayLogReader, StreamMeta
-from sparkwire.stack import KafkaBroker, ManagedProcess, RedisServer, free_port
+from sparkwire.stack import KafkaBroker, ManagedProcess, RedisServer, ReplicatedRedis, free_port
 from sparkwire.verify import Outcome, WindowResult, expected_outcome, expected_results
 
 WINDOW_MS = 1_000
@@ -39,8 +39,9 @@ class Pipeline:
     name: str
     workdir: Path
     kafka: KafkaBroker
-    redis_server: RedisServer
+    redis_server: RedisServer | ReplicatedRedis
     chunk_size: int = 2
+    redis_replicas: int = 0
     max_offsets_per_trigger: int = 300
     runs: list[ManagedProcess] = field(default_factory=list)
     metrics_port: int = 0
@@ -59,7 +60,7 @@ class Pipeline:
 
     @property
     def reader(self) -> ReplayLogReader:
-        return ReplayLogReader(redis_lib.Redis.from_url(self.redis_server.url), self.name)
+        return ReplayLogReader(connect(self.redis_server.url), self.name)
 
     def produce(self, count: int, *flags: str, **options: float) -> None:
         command = [
@@ -94,6 +95,7 @@ class Pipeline:
             "--window-ms", str(WINDOW_MS), "--watermark-delay-ms", str(DELAY_MS), "--trigger-ms", "300",
             "--max-offsets-per-trigger", str(self.max_offsets_per_trigger),
             "--chunk-size", str(self.chunk_size), "--metrics-port", str(self.metrics_port),
+            "--redis-replicas", str(self.redis_replicas),
         ]  # fmt: skip
         env = {"SPARKWIRE_FAULT": fault} if fault else {}
         process = ManagedProcess(f"aggregate-{len(self.runs)}", command, self.workdir, env=env)
