@@ -24,6 +24,7 @@ from sparkwire.gateway import bearer, metrics
 from sparkwire.gateway.connection import Close, Connection, ConnectionSettings
 from sparkwire.gateway.history import history_endpoint
 from sparkwire.gateway.hub import StreamHub
+from sparkwire.gateway.replication_watch import POLL_INTERVAL_S, ReplicationWatch
 from sparkwire.gateway.sessions import SessionStore
 from sparkwire.gateway.streams import descriptor_endpoint, streams_endpoint
 from sparkwire.gateway.tasks import cancel_and_wait
@@ -46,6 +47,7 @@ class Gateway:
     ring_size: int
     send_queue: int
     allow_missing_origin: bool = False
+    replication_poll_s: float = POLL_INTERVAL_S
     hubs: dict[str, StreamHub] = field(default_factory=dict)
     draining: asyncio.Event = field(default_factory=asyncio.Event)
     open_connections: int = 0
@@ -53,6 +55,7 @@ class Gateway:
     def __post_init__(self) -> None:
         self.hubs = {s: StreamHub(self.client, StreamKeys(s), ring_size=self.ring_size, queue_size=self.send_queue)
                      for s in self.streams}
+        self.replication = ReplicationWatch(self.client, interval_s=self.replication_poll_s)
 
     def drain(self) -> None:
         """Refuse new connections (readyz 503) and end the open ones with 1001 going_away."""
@@ -151,11 +154,12 @@ def create_app(gateway: Gateway) -> Starlette:
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         tasks = [asyncio.create_task(hub.run(), name=f"hub-{s}") for s, hub in gateway.hubs.items()]
         sessions = asyncio.create_task(gateway.sessions.run(), name="session-flush")
+        replication = asyncio.create_task(gateway.replication.run(), name="redis-replication")
         try:
             yield
         finally:
             gateway.drain()
-            await cancel_and_wait([*tasks, sessions])
+            await cancel_and_wait([*tasks, sessions, replication])
             await gateway.client.aclose()
 
     return Starlette(

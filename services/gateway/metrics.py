@@ -40,3 +40,25 @@ DELIVERY_LATENCY = Histogram(
 )
 REDIS_ERRORS = Counter("sparkwire_gateway_redis_errors", "Failed Redis calls", ["operation"])
 HEAD_SEQ = Gauge("sparkwire_gateway_head_seq", "Last seq this pod has read from the log", ["stream"])
+# The Redis the gateway reads, from its primary's INFO replication (replication_watch.py), every few seconds.
+# Every gateway pod reports the same Redis: alerts take the max over pods.
+REDIS_REPLICAS_CONNECTED = Gauge(
+    "sparkwire_redis_replicas_connected",
+    "Replicas streaming from the Redis primary (state online): those that can acknowledge the writer's WAIT; "
+    "0 for a Redis without replicas",
+)
+REDIS_REPLICATION_LAG_BYTES = Gauge(
+    "sparkwire_redis_replication_lag_bytes",
+    "The primary's replication offset minus the smallest offset an online replica acknowledged (replicas "
+    "acknowledge about once a second, so up to a second of writes shows here normally)",
+)
+REDIS_REPLICATION_LAG_SECONDS = Gauge(
+    "sparkwire_redis_replication_lag_seconds",
+    "The largest lag an online replica reports: seconds since it last acknowledged the primary (0-1 when healthy)",
+)
+REDIS_PRIMARY_CHANGES = Counter(
+    "sparkwire_redis_primary_changes",
+    "Times the Redis primary's replication id (master_replid) differed from the one this pod saw last: a "
+    "failover (a promoted replica starts a new replication id); a lone Redis restarted from disk takes a new "
+    "one too",
+)

@@ -57,6 +57,22 @@ class NotReplicated(RuntimeError):
     """Fewer replicas than required acknowledged a step of the commit in time (retried, then raised)."""
 
 
+class CommitEvents:
+    """What a writer tells its owner about replication, to count (the Spark sink exports them as metrics);
+    these do nothing. Called on the committing thread; they must not raise."""
+
+    def not_replicated(self, acknowledged: int, required: int) -> None:
+        """A ``WAIT`` after the staged batch or the publish ended with fewer replicas than required (the
+        commit is retried)."""
+
+    def republished(self, query_id: str, batch_id: int) -> None:
+        """A publish of this batch was sent before and failed (its reply lost with the connection, or no
+        replica acknowledged it), and sending it again published the batch: the Redis now answering did not
+        have the first publish — a failover to a replica that lacked it — so the batch was published again
+        from its staged chunks, with the same seqs and bytes. Also when the first try never reached Redis
+        (the connection failed before it was sent), which the writer cannot tell apart."""
+
+
 def _transient(error: BaseException) -> bool:
     """Worth sending the batch again: the step is idempotent and Redis may be failing over."""
     if isinstance(error, redis.ResponseError) and not isinstance(error, redis.ReadOnlyError):
@@ -106,6 +122,7 @@ class ReplayLogWriter:
         retry_for_seconds: float = 30.0,
         replicas: int = 0,
         replica_timeout_ms: int = DEFAULT_REPLICA_TIMEOUT_MS,
+        events: CommitEvents | None = None,
     ) -> None:
         if retention < 1:
             raise ValueError(f"retention must be >= 1, got {retention}")
@@ -117,11 +134,15 @@ class ReplayLogWriter:
         self.chunk_size = chunk_size
         self.replicas = replicas
         self.replica_timeout_ms = replica_timeout_ms
+        self.events = events or CommitEvents()
         self._stage = client.register_script(_STAGE_SOURCE)
         self._publish = client.register_script(_PUBLISH_SOURCE)
         self._mark_rebuild = client.register_script(_MARK_REBUILD_SOURCE)
         # The last batch this writer published, per query: a log found behind it lost it (stage_chunk.lua).
         self._published: dict[str, int] = {}
+        # The (query, batch) whose publish was last sent without a confirmed, replicated reply: publishing it
+        # again then tells a publish lost in a failover (CommitEvents.republished).
+        self._unconfirmed_publish: tuple[str, int] | None = None
         # A call whose reply was lost, or that met a failover, is simply sent again; a batch from its first
         # chunk: a chunk already staged and a batch already published are no-ops the second time, and the
         # other calls are reads or idempotent writes.
@@ -194,6 +215,7 @@ class ReplayLogWriter:
         Returns the stream's epoch, which the rebuilt and the live batches then fence on."""
         lost = -1 if lost_before_ms is None else lost_before_ms
         self._published.clear()  # the new epoch starts without a marker (mark_rebuild.lua) or without a log
+        self._unconfirmed_publish = None  # a batch committed into the new epoch is no publish again
         # A retried call finds the epoch it created (or replaced) and keeps it; it counts the rebuild twice.
         epoch = self._call(lambda: self._mark_rebuild(keys=[self.keys.meta],
                                                       args=[secrets.token_hex(8), lost, lost_records, lost_tail_of]))
@@ -214,6 +236,7 @@ class ReplayLogWriter:
         if _decode(reply[0]) in ("restage", "fenced", "behind"):
             return reply  # nothing was written: nothing to wait for
         if int(acknowledged) < self.replicas:
+            self.events.not_replicated(int(acknowledged), self.replicas)
             raise NotReplicated(f"{acknowledged} of {self.replicas} replicas acknowledged the commit within "
                                 f"{self.replica_timeout_ms} ms")
         return reply
@@ -241,7 +264,15 @@ class ReplayLogWriter:
         # must not come back (readers tell a lost log by its epoch). A retried publish whose first call
         # created the epoch finds it there and ignores the candidate.
         args: list[str | int] = [query_id, batch_id, 0, count, secrets.token_hex(8), self.retention, fence]
-        return self._chunk_result(self._run(self._publish, args), fence)
+        sent_before = self._unconfirmed_publish == (query_id, batch_id)
+        # Until a replicated reply says what became of it (an error or NotReplicated leaves it set).
+        self._unconfirmed_publish = (query_id, batch_id)
+        reply = self._run(self._publish, args)
+        self._unconfirmed_publish = None
+        result = self._chunk_result(reply, fence)
+        if sent_before and result is not None and result.status == "committed":
+            self.events.republished(query_id, batch_id)
+        return result
 
     def _chunk_result(self, reply: Sequence[Any], fence: str) -> ChunkResult | None:
         status, epoch, first_seq, last_seq, appended, duplicates = reply

@@ -15,6 +15,7 @@ from typing import Any
 from sparkwire.redis_url import connect
 from sparkwire.replaylog import ReplayLogWriter
 from sparkwire.replaylog.writer import DEFAULT_CHUNK_SIZE, DEFAULT_REPLICA_TIMEOUT_MS, DEFAULT_RETENTION
+from sparkwire.spark import metrics
 from sparkwire.spark.checks import check_deliverable
 from sparkwire.spark.faults import FaultInjector
 from sparkwire.spark.rebuild import HistoryRebuilder
@@ -49,8 +50,11 @@ class Target:
     replica_timeout_ms: int = DEFAULT_REPLICA_TIMEOUT_MS
 
     def writer(self, stream: str) -> ReplayLogWriter:
+        # What SparkwireRedisNoReplica compares the replicas online with: a job that waits for more cannot commit.
+        metrics.REDIS_REPLICAS_REQUIRED.set(self.replicas)
         return ReplayLogWriter(connect(self.redis_url), stream, retention=self.retention, chunk_size=self.chunk_size,
-                               replicas=self.replicas, replica_timeout_ms=self.replica_timeout_ms)
+                               replicas=self.replicas, replica_timeout_ms=self.replica_timeout_ms,
+                               events=metrics.WriterMetrics())
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from prometheus_client import Counter, Gauge, Histogram
 
+from sparkwire.replaylog.writer import CommitEvents
+
 INPUT_ROWS = Counter("sparkwire_aggregator_input_rows", "Kafka records read by the aggregation query")
 MALFORMED_RECORDS = Counter(
     "sparkwire_aggregator_malformed_records", "Records that are not valid events, sent to the dead-letter topic"
@@ -48,3 +50,29 @@ TAIL_LOSSES = Counter(
     "Replay logs found to have lost their last batches under the same epoch (a failover, a restore): each starts "
     "a new epoch and a rebuild",
 )
+NOT_REPLICATED = Counter(
+    "sparkwire_aggregator_not_replicated",
+    "Commit steps (a staged batch, a publish) that fewer replicas than --redis-replicas acknowledged within the "
+    "replica timeout (Redis WAIT); each is retried, for 30 s, before the batch fails",
+)
+BATCHES_REPUBLISHED = Counter(
+    "sparkwire_aggregator_batches_republished",
+    "Batches published again after their publish failed (reply lost, or not replicated) and the Redis then "
+    "answering did not have it: a failover to a replica that lacked the publish; same seqs and bytes, from the "
+    "staged chunks. Also counts a first try that never reached Redis",
+)
+REDIS_REPLICAS_REQUIRED = Gauge(
+    "sparkwire_aggregator_redis_replicas_required",
+    "Replicas the writer waits for before a batch is published and before Spark moves on (--redis-replicas); "
+    "with fewer online the job cannot commit",
+)
+
+
+class WriterMetrics(CommitEvents):
+    """The replay-log writer's replication events, counted."""
+
+    def not_replicated(self, acknowledged: int, required: int) -> None:
+        NOT_REPLICATED.inc()
+
+    def republished(self, query_id: str, batch_id: int) -> None:
+        BATCHES_REPUBLISHED.inc()

@@ -19,7 +19,7 @@ import redis as redis_lib
 
 from sparkwire.chaos.toxiproxy import Toxiproxy
 from sparkwire.replaylog import Record, ReplayLogWriter
-from sparkwire.replaylog.writer import NotReplicated, TailLost
+from sparkwire.replaylog.writer import CommitEvents, NotReplicated, TailLost
 from sparkwire.stack import RedisServer
 
 pytestmark = pytest.mark.slow
@@ -38,9 +38,9 @@ class Pair:
     def client(self, server: RedisServer) -> redis_lib.Redis:
         return redis_lib.Redis(host="127.0.0.1", port=server.port, socket_timeout=5.0)
 
-    def cut_replication(self) -> None:
+    def cut_replication(self) -> list[str]:
         """The replica stops receiving the primary's writes; neither side notices (a blackhole)."""
-        self.toxiproxy.add_fault("replication", "cut", "blackhole", {})
+        return self.toxiproxy.add_fault("replication", "cut", "blackhole", {})
 
     def fail_over(self) -> redis_lib.Redis:
         """The primary dies; the replica is promoted with what it has (as Sentinel would)."""
@@ -111,6 +111,70 @@ def test_a_publish_the_replica_missed_is_published_again_with_the_same_seqs_and_
 
     assert [c.status for c in result.chunks] == ["replayed", "replayed", "committed"]
     assert entries(promoted, writer) == seen
+
+
+class Recorded(CommitEvents):
+    def __init__(self) -> None:
+        self.not_replicated_calls: list[tuple[int, int]] = []
+        self.republished_calls: list[tuple[str, int]] = []
+
+    def not_replicated(self, acknowledged: int, required: int) -> None:
+        self.not_replicated_calls.append((acknowledged, required))
+
+    def republished(self, query_id: str, batch_id: int) -> None:
+        self.republished_calls.append((query_id, batch_id))
+
+
+def _staged_then_publish_not_replicated(pair: Pair, writer: ReplayLogWriter, batch: list[Record]) -> list[str]:
+    """Batch 1 staged and replicated; its publish made on the primary but no replica acknowledged it."""
+    chunks = [batch[0:2], batch[2:4], batch[4:5]]
+    for index, chunk in enumerate(chunks):
+        assert writer._stage_chunk("q1", 1, index, len(chunks), chunk) is not None
+    cut = pair.cut_replication()
+    with pytest.raises(NotReplicated):
+        writer._publish_batch("q1", 1, len(chunks), "")
+    return cut
+
+
+def test_the_writer_reports_a_publish_lost_in_a_failover_and_published_again(pair: Pair, unique_name: str) -> None:
+    """The same writer (as a sink's, whose Sentinel client follows the failover) sends the batch again: the
+    promoted replica lacked the publish, so it is published again, and the writer says so."""
+    pool = redis_lib.ConnectionPool(host="127.0.0.1", port=pair.primary.port, socket_timeout=5.0)
+    events = Recorded()
+    writer = ReplayLogWriter(redis_lib.Redis(connection_pool=pool), unique_name, chunk_size=2, replicas=1,
+                             replica_timeout_ms=300, retry_for_seconds=1.0, events=events)
+    writer.commit_batch("q1", 0, [rec(1), rec(2)])
+    batch = [rec(i) for i in range(3, 8)]
+    _staged_then_publish_not_replicated(pair, writer, batch)
+    assert events.not_replicated_calls == [(0, 1)] and events.republished_calls == []
+
+    pair.fail_over()
+    pool.connection_kwargs["port"] = pair.replica.port  # what a Sentinel-managed pool does on reconnect
+    pool.reset()  # its connections, which know the old port, are dropped
+    writer.replicas = 0  # the promoted replica has no replica of its own in this pair
+    result = writer.commit_batch("q1", 1, batch)
+
+    assert [c.status for c in result.chunks] == ["replayed", "replayed", "committed"]
+    assert events.republished_calls == [("q1", 1)]
+    assert writer.commit_batch("q1", 1, batch).chunks[-1].status == "replayed"  # Spark's re-run: nothing new
+    assert events.republished_calls == [("q1", 1)]
+
+
+def test_a_publish_the_replica_received_late_is_not_reported_as_published_again(
+    pair: Pair, unique_name: str
+) -> None:
+    events = Recorded()
+    writer = ReplayLogWriter(pair.client(pair.primary), unique_name, chunk_size=2, replicas=1,
+                             replica_timeout_ms=300, retry_for_seconds=5.0, events=events)
+    writer.commit_batch("q1", 0, [rec(1), rec(2)])
+    batch = [rec(i) for i in range(3, 8)]
+    cut = _staged_then_publish_not_replicated(pair, writer, batch)
+    pair.toxiproxy.remove("replication", cut)  # no failover: the replica reconnects and catches up
+
+    result = writer.commit_batch("q1", 1, batch)
+
+    assert result.chunks[-1].status == "replayed"
+    assert events.republished_calls == [] and events.not_replicated_calls[0] == (0, 1)
 
 
 def test_a_tail_lost_in_a_failover_is_detected_before_anything_is_appended_after_it(
