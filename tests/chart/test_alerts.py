@@ -111,6 +111,67 @@ def test_alerts_fire_on_what_they_are_about(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def _scenario(series: list[dict[str, str]], *alerts: dict[str, Any], interval: str = "1m") -> dict[str, Any]:
+    return {"interval": interval, "input_series": series, "alert_rule_test": list(alerts)}
+
+
+def test_redis_replication_alerts_fire_on_what_they_are_about(tmp_path: Path) -> None:
+    groups = [g for g in _groups() if g["name"] == "sparkwire.redis"]
+    for rule in groups[0]["rules"]:
+        rule.pop("annotations", None)
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": groups}))
+    ns = {"namespace": NAMESPACE}
+    mib = 1024 * 1024
+
+    def redis(connected: str, lag_bytes: str, lag_seconds: str, changes: str, required: str,
+              pods: tuple[str, ...] = ("gw-1", "gw-2")) -> list[dict[str, str]]:
+        series = [_series("sparkwire_aggregator_redis_replicas_required", AGG, f"{required}x60", pod="driver")]
+        for pod in pods:
+            series += [_series("sparkwire_redis_replicas_connected", GW, connected, pod=pod),
+                       _series("sparkwire_redis_replication_lag_bytes", GW, lag_bytes, pod=pod),
+                       _series("sparkwire_redis_replication_lag_seconds", GW, lag_seconds, pod=pod),
+                       _series("sparkwire_redis_primary_changes_total", GW, changes, pod=pod)]
+        return series
+
+    quiet = ("SparkwireRedisFailover", "SparkwireRedisReplicationLag", "SparkwireRedisNoReplica")
+    scenarios = [
+        # Healthy: 2 replicas, ~0.5 MB behind (a second of writes), one 20 MiB spike, one 4 s ack gap.
+        _scenario(redis("2x30", f"500000x10 {20 * mib} 500000x19", "0 1 0 1 4 1 0x24", "0x30", "1"),
+                  *(_alert(at, name) for at in ("4m", "6m", "8m", "20m") for name in quiet)),
+        # A lone Redis the jobs do not WAIT for (replicas 0): nothing to say.
+        _scenario(redis("0x30", "0x30", "0x30", "0x30", "0"), *(_alert("10m", name) for name in quiet)),
+        # A failover at minute 5, seen by both gateways: one alert, for 10 minutes; the promoted replica
+        # keeps one replica, which is what the jobs wait for.
+        _scenario(redis("2x4 1x10 2x15", "0x30", "0x30", "0x5 1x25", "1"),
+                  _alert("4m", "SparkwireRedisFailover"),
+                  _alert("6m", "SparkwireRedisFailover", {**ns, "severity": "info"}),
+                  _alert("14m", "SparkwireRedisFailover", {**ns, "severity": "info"}),
+                  _alert("17m", "SparkwireRedisFailover"),
+                  _alert("10m", "SparkwireRedisNoReplica")),
+        # A replica 20 MiB behind from minute 2 on: pending for 2 minutes, then a warning.
+        _scenario(redis("2x30", f"0 0 {20 * mib}x28", "0x30", "0x30", "1"),
+                  _alert("3m", "SparkwireRedisReplicationLag"),
+                  _alert("5m", "SparkwireRedisReplicationLag", {**ns, "severity": "warning"})),
+        # Scraped every 30 s, a replica that keeps stalling (5-6 s without an ack in every other scrape) from
+        # minute 2 to 10: it fires although the lag keeps coming back to 1 s; not once the stalls stop.
+        _scenario(redis("2x60", "0x60", "0x3 " + "5 1 6 1 " * 4 + "0x40", "0x60", "1"),
+                  _alert("3m", "SparkwireRedisReplicationLag"),
+                  _alert("5m", "SparkwireRedisReplicationLag", {**ns, "severity": "warning"}),
+                  _alert("25m", "SparkwireRedisReplicationLag"), interval="30s"),
+        # The jobs WAIT for 1 replica and none is online from minute 3: critical after a minute.
+        _scenario(redis("2 2 2 0x27", "0x30", "0x30", "0x30", "1"),
+                  _alert("3m", "SparkwireRedisNoReplica"),
+                  _alert("5m", "SparkwireRedisNoReplica", {**ns, "severity": "critical"})),
+        # They WAIT for 2 and one is left: they cannot commit either.
+        _scenario(redis("2 2 2 1x27", "0x30", "0x30", "0x30", "2"),
+                  _alert("5m", "SparkwireRedisNoReplica", {**ns, "severity": "critical"})),
+    ]
+    tests = {"rule_files": ["rules.yaml"], "evaluation_interval": "1m", "tests": scenarios}
+    (tmp_path / "tests.yaml").write_text(yaml.safe_dump(tests, sort_keys=False))
+    result = _promtool("test", "rules", "tests.yaml", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 @pytest.mark.parametrize("alert", ["SparkwireClientsReportDuplicates", "SparkwireClientsReportGaps",
                                    "SparkwireGatewayGapDetected", "SparkwireReplayLogEpochChanged",
                                    "SparkwireReplayLogTailLost"])

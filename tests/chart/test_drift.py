@@ -192,7 +192,10 @@ def test_alerts_use_metrics_the_code_exports() -> None:
         used |= names
     for required in ("sparkwire_client_reported_duplicates_total", "sparkwire_client_reported_gaps_total",
                      "sparkwire_gateway_gaps_detected_total", "sparkwire_gateway_resets_total",
-                     "sparkwire_gateway_redis_errors_total", "sparkwire_gateway_head_seq", "sparkwire_sink_last_seq"):
+                     "sparkwire_gateway_redis_errors_total", "sparkwire_gateway_head_seq", "sparkwire_sink_last_seq",
+                     "sparkwire_redis_primary_changes_total", "sparkwire_redis_replicas_connected",
+                     "sparkwire_redis_replication_lag_bytes", "sparkwire_redis_replication_lag_seconds",
+                     "sparkwire_aggregator_redis_replicas_required"):
         assert required in used, f"no alert on {required}"
 
 
