@@ -44,6 +44,37 @@ KAFKA = f"{FULLNAME}-kafka"
     pytest.param({"gateway.auth.secret": "x" * 40, "gateway.auth.existingSecret": "jwt"},
                  "set only one of gateway.auth.secret and gateway.auth.existingSecret", id="two-auth-secrets"),
     pytest.param({"kafka.bootstrapServers": ""}, "set kafka.bootstrapServers to your Kafka", id="no-kafka"),
+    pytest.param({"redis.replication.enabled": True, "redis.external.url": "redis://redis.example:6379/0"},
+                 "redis.replication.enabled (the chart runs a replicated Redis) and redis.external (use an existing "
+                 "Redis) exclude each other", id="replicated-and-external-redis"),
+    pytest.param({"redis.replication.enabled": True, "redis.enabled": False,
+                  "redis.external.url": "redis+sentinel://s:26379/m/0"},
+                 "redis.replication.enabled (the chart runs a replicated Redis) and redis.external",
+                 id="replicated-external-without-deploy"),
+    pytest.param({"redis.replication.enabled": True, "redis.enabled": False},
+                 "redis.replication.enabled replicates the chart's own Redis, but redis.enabled is false",
+                 id="replicated-without-redis"),
+    pytest.param({"redis.replication.enabled": True, "redis.replication.sentinel.quorum": 4},
+                 "redis.replication.sentinel.quorum is 4 but there are 3 Sentinels", id="quorum-above-sentinels"),
+    pytest.param({"redis.replication.enabled": True, "redis.replication.replicas": 3,
+                  "redis.replication.sentinel.quorum": 5},
+                 "redis.replication.sentinel.quorum is 5 but there are 4 Sentinels", id="quorum-above-sentinels-4"),
+    pytest.param({"redis.replication.enabled": True, "redis.replication.replicas": 1},
+                 "/redis/replication/replicas", id="schema-one-replica"),
+    pytest.param({"redis.replication.enabled": True, "redis.replication.sentinel.quorum": 0},
+                 "/redis/replication/sentinel/quorum", id="schema-quorum-0"),
+    pytest.param({"redis.replication.enabled": True, "redis.replication.sentinel.downAfterMilliseconds": 20000},
+                 "failoverTimeoutMilliseconds must exceed downAfterMilliseconds", id="failover-timeout-too-short"),
+    pytest.param({"redis.replication.masterName": "my master"}, "/redis/replication/masterName",
+                 id="schema-master-name"),
+    pytest.param({"redis.replication.sentinels": 3}, "additional properties 'sentinels' not allowed",
+                 id="schema-replication-unknown-key"),
+    pytest.param({"kafka.deploy.enabled": True, "kafka.deploy.replicas": 2}, "/kafka/deploy/replicas",
+                 id="schema-kafka-even-brokers"),
+    pytest.param({"kafka.deploy.enabled": True, "kafka.deploy.replicas": 0}, "/kafka/deploy/replicas",
+                 id="schema-kafka-no-broker"),
+    pytest.param({"kafka.deploy.replicas": 3}, "kafka.deploy.replicas is set but kafka.deploy.enabled is false",
+                 id="kafka-brokers-without-deploy"),
     pytest.param({"gateway.replicas": 3}, "additional properties 'replicas' not allowed", id="schema-unknown-key"),
     pytest.param({"stream": "bad stream!"}, "/stream", id="schema-stream-name"),
     pytest.param({"aggregator.checkpoint.accessMode": "ReadWriteOncePod"}, "/aggregator/checkpoint/accessMode",
@@ -52,6 +83,27 @@ KAFKA = f"{FULLNAME}-kafka"
 ])
 def test_refused_values_say_what_to_change(sets: dict[str, Any], message: str) -> None:
     assert message in render_error(sets=sets)
+
+
+@pytest.mark.parametrize(("sets", "message"), [
+    ({"redis.replication.enabled": True, "redis.replication.replicas": 1},
+     "redis.replication.replicas is 1: at least 2"),
+    ({"kafka.deploy.enabled": True, "kafka.deploy.replicas": 4},
+     "kafka.deploy.replicas is 4: use 1, or an odd number of brokers >= 3"),
+    ({"redis.replication.enabled": True, "redis.replication.masterName": "a/b"},
+     "redis.replication.masterName must be 1-64 of"),
+])
+def test_guards_hold_without_the_schema(sets: dict[str, Any], message: str) -> None:
+    """`helm install --skip-schema-validation` still refuses them (validate.yaml)."""
+    import subprocess
+
+    from .conftest import RELEASE, tool
+
+    command = [str(tool("helm")), "template", RELEASE, str(CHART), "--skip-schema-validation"]
+    for key, value in sets.items():
+        command += ["--set-json", f"{key}={json.dumps(value)}"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode != 0 and message in result.stderr, result.stderr
 
 
 def test_one_replica_renders_without_the_pdb() -> None:

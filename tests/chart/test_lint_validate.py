@@ -28,7 +28,7 @@ VALUES_CASES = [pytest.param(None, id="defaults")] + [pytest.param(p, id=p.stem)
 def test_ci_values_cover_the_required_scenarios() -> None:
     names = {p.name for p in CI_VALUES}
     assert {"default-values.yaml", "external-redis-values.yaml", "kind-values.yaml", "hpa-pdb-values.yaml",
-            "auth-ingress-values.yaml"} <= names
+            "auth-ingress-values.yaml", "replicated-values.yaml"} <= names
 
 
 @pytest.mark.parametrize("values", VALUES_CASES)

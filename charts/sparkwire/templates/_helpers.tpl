@@ -85,17 +85,67 @@ imagePullSecrets:
 {{- if .Values.redis.external.existingSecret -}}{{ .Values.redis.external.existingSecretKey }}{{- else -}}redis-url{{- end -}}
 {{- end -}}
 
-{{/* Environment that gives a container SPARKWIRE_REDIS_URL. For the in-chart Redis the password
-comes from the Secret as REDIS_PASSWORD, listed first so that Kubernetes expands $(REDIS_PASSWORD)
-in the URL; an external Redis's whole URL comes from a Secret. */}}
-{{/* How many replicas a Spark job waits for before it publishes a batch: the in-chart Redis has none. */}}
-{{- define "sparkwire.redis.replicasEnv" -}}
-- name: SPARKWIRE_REDIS_REPLICAS
-  value: {{ ternary 0 .Values.redis.external.replicasToAcknowledge .Values.redis.enabled | quote }}
+{{/* "true" when the chart runs its own Redis replicated (1 primary + replicas, a Sentinel in every pod). */}}
+{{- define "sparkwire.redis.replicated" -}}
+{{- if and .Values.redis.enabled .Values.redis.replication.enabled -}}true{{- end -}}
 {{- end -}}
 
+{{- define "sparkwire.redis.headlessName" -}}{{ include "sparkwire.redis.fullname" . }}-headless{{- end -}}
+{{- define "sparkwire.redis.sentinelName" -}}{{ include "sparkwire.redis.fullname" . }}-sentinel{{- end -}}
+
+{{/* Pods of the Redis StatefulSet: 1, or the primary and its replicas. */}}
+{{- define "sparkwire.redis.pods" -}}
+{{- if include "sparkwire.redis.replicated" . -}}{{ add1 (int .Values.redis.replication.replicas) }}{{- else -}}1{{- end -}}
+{{- end -}}
+
+{{/* The stable DNS name of every Redis pod (through the headless Service), space-separated, in ordinal
+order: what they announce (replica-announce-ip, sentinel announce-ip) and what the start scripts ask. */}}
+{{- define "sparkwire.redis.nodes" -}}
+{{- $nodes := list -}}
+{{- range $i := until (int (include "sparkwire.redis.pods" .)) -}}
+{{- $nodes = append $nodes (printf "%s-%d.%s.%s.svc" (include "sparkwire.redis.fullname" $) $i (include "sparkwire.redis.headlessName" $) $.Release.Namespace) -}}
+{{- end -}}
+{{- join " " $nodes -}}
+{{- end -}}
+
+{{/* Environment both start scripts read (files/redis/): who this pod is, every data pod's address, the
+master name. */}}
+{{- define "sparkwire.redis.scriptEnv" -}}
+- name: POD_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
+- name: REDIS_NODES
+  value: {{ include "sparkwire.redis.nodes" . | quote }}
+- name: MASTER_NAME
+  value: {{ .Values.redis.replication.masterName | quote }}
+{{- end -}}
+
+{{/* Where a client finds Redis, without the password: the single Redis's Service, or the Sentinels' Service
+and the name they monitor the primary under (sparkwire.redis_url's redis+sentinel:// form). */}}
+{{- define "sparkwire.redis.address" -}}
+{{- if include "sparkwire.redis.replicated" . -}}
+{{- printf "%s.%s.svc:26379/%s/0" (include "sparkwire.redis.sentinelName" .) .Release.Namespace .Values.redis.replication.masterName -}}
+{{- else -}}
+{{- printf "%s.%s.svc:6379/0" (include "sparkwire.redis.fullname" .) .Release.Namespace -}}
+{{- end -}}
+{{- end -}}
+
+{{/* How many replicas a Spark job waits for (Redis WAIT) before it publishes a batch: the replicated in-chart
+Redis 1 (every primary has min-replicas-to-write 1 too), the single one none, an external one what
+redis.external.replicasToAcknowledge says. */}}
+{{- define "sparkwire.redis.replicasEnv" -}}
+- name: SPARKWIRE_REDIS_REPLICAS
+  value: {{ ternary (ternary 1 0 (eq (include "sparkwire.redis.replicated" .) "true")) .Values.redis.external.replicasToAcknowledge .Values.redis.enabled | quote }}
+{{- end -}}
+
+{{/* Environment that gives a container SPARKWIRE_REDIS_URL. For the in-chart Redis the password
+comes from the Secret as REDIS_PASSWORD, listed first so that Kubernetes expands $(REDIS_PASSWORD)
+in the URL (replicated: a redis+sentinel:// URL of the Sentinels' Service, whose password is the data
+nodes'; the Sentinels take none); an external Redis's whole URL comes from a Secret. */}}
 {{- define "sparkwire.redis.env" -}}
 {{- if .Values.redis.enabled }}
+{{- $scheme := ternary "redis+sentinel" "redis" (eq (include "sparkwire.redis.replicated" .) "true") -}}
 {{- if .Values.redis.auth.enabled }}
 - name: REDIS_PASSWORD
   valueFrom:
@@ -103,10 +153,10 @@ in the URL; an external Redis's whole URL comes from a Secret. */}}
       name: {{ include "sparkwire.redis.secretName" . }}
       key: {{ include "sparkwire.redis.passwordKey" . }}
 - name: SPARKWIRE_REDIS_URL
-  value: {{ printf "redis://:$(REDIS_PASSWORD)@%s.%s.svc:6379/0" (include "sparkwire.redis.fullname" .) .Release.Namespace | quote }}
+  value: {{ printf "%s://:$(REDIS_PASSWORD)@%s" $scheme (include "sparkwire.redis.address" .) | quote }}
 {{- else }}
 - name: SPARKWIRE_REDIS_URL
-  value: {{ printf "redis://%s.%s.svc:6379/0" (include "sparkwire.redis.fullname" .) .Release.Namespace | quote }}
+  value: {{ printf "%s://%s" $scheme (include "sparkwire.redis.address" .) | quote }}
 {{- end }}
 {{- else }}
 - name: SPARKWIRE_REDIS_URL
@@ -125,6 +175,31 @@ in the URL; an external Redis's whole URL comes from a Secret. */}}
 {{- else -}}
 {{- .Values.kafka.bootstrapServers -}}
 {{- end -}}
+{{- end -}}
+
+{{/* Brokers of the in-chart Kafka. */}}
+{{- define "sparkwire.kafka.replicas" -}}{{ int .Values.kafka.deploy.replicas }}{{- end -}}
+{{- define "sparkwire.kafka.headlessName" -}}{{ include "sparkwire.kafka.fullname" . }}-headless{{- end -}}
+
+{{/* Replication factor of the in-chart Kafka's topics (internal ones and the chart's): every broker. */}}
+{{- define "sparkwire.kafka.replicationFactor" -}}{{ include "sparkwire.kafka.replicas" . }}{{- end -}}
+
+{{/* min.insync.replicas: 2 with 3 or more brokers (an acks=all write survives losing one), else 1. */}}
+{{- define "sparkwire.kafka.minInsyncReplicas" -}}{{ ternary 2 1 (ge (int .Values.kafka.deploy.replicas) 3) }}{{- end -}}
+
+{{/* controller.quorum.voters of a multi-broker Kafka: <ordinal>@<pod's stable DNS name>:9093, every pod. */}}
+{{- define "sparkwire.kafka.quorumVoters" -}}
+{{- $voters := list -}}
+{{- range $i := until (int .Values.kafka.deploy.replicas) -}}
+{{- $voters = append $voters (printf "%d@%s-%d.%s.%s.svc:9093" $i (include "sparkwire.kafka.fullname" $) $i (include "sparkwire.kafka.headlessName" $) $.Release.Namespace) -}}
+{{- end -}}
+{{- join "," $voters -}}
+{{- end -}}
+
+{{/* The cluster id every broker of a multi-broker Kafka formats its storage with: the same on every pod and
+every render (from the namespace and release), 22 base64url characters (16 bytes: the last one 'A'). */}}
+{{- define "sparkwire.kafka.clusterId" -}}
+{{- printf "%s/%s/sparkwire-kafka" .Release.Namespace .Release.Name | sha256sum | trunc 21 -}}A
 {{- end -}}
 
 {{/* Aggregator ------------------------------------------------------------------------------------ */}}
@@ -469,7 +544,8 @@ spec:
       protocol: TCP
 {{- end -}}
 
-{{/* Egress to Redis: the in-chart pod, or any address on the external Redis ports. */}}
+{{/* Egress to Redis: the in-chart pods (replicated: their Sentinels too), or any address on the external
+Redis ports. */}}
 {{- define "sparkwire.netpol.redisEgress" -}}
 {{- if .Values.redis.enabled -}}
 - to:
@@ -479,6 +555,10 @@ spec:
   ports:
     - port: 6379
       protocol: TCP
+    {{- if include "sparkwire.redis.replicated" . }}
+    - port: 26379
+      protocol: TCP
+    {{- end }}
 {{- else -}}
 - ports:
     {{- range .Values.networkPolicy.externalRedisPorts }}
