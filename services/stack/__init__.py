@@ -8,6 +8,7 @@ from sparkwire.paths import cache_dir, repo_root
 from .committer import Committer
 from .gateway_process import GatewayProcess, http_status
 from .kafka_broker import KafkaBroker
+from .kafka_cluster import KafkaCluster, KafkaNode
 from .nginx import NginxBalancer as NginxBalancer
 from .paths import SetupMissingError, kafka_libs_dir, spark_connector_jars
 from .ports import free_port
@@ -19,6 +20,8 @@ __all__ = [
     "Committer",
     "GatewayProcess",
     "KafkaBroker",
+    "KafkaCluster",
+    "KafkaNode",
     "ManagedProcess",
     "ProcessDiedError",
     "ReadyTimeoutError",
