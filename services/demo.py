@@ -188,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
                     if isinstance(redis_server, ReplicatedRedis):
                         old = redis_server.kill_primary()
                         _say(f"SIGKILL the Redis primary (port {old.port}); the sentinels promote a replica")
-                        new = redis_server.wait_for_failover(old.port)
+                        new = redis_server.wait_for_failover(old)
                         _say(f"Redis primary is now port {new.port}; the jobs and gateways followed it; "
                              f"port {old.port} restarts as a replica")
                         redis_server.restart(old)

@@ -13,11 +13,19 @@ Forms accepted:
 
 A client of a Sentinel URL asks the sentinels for the primary's address whenever one of its connections
 (re)connects, so it follows a failover without being made again (see :func:`connect`).
+
+**Address map.** Sentinels name the primary by the address the Redis nodes announce to each other. Where a
+client must reach a node by another address (NAT, a port-forward, a proxy per network link as in the chaos
+run), ``SPARKWIRE_REDIS_ADDRESS_MAP`` maps announced addresses to the ones to dial:
+``host:port=host:port[,host:port=host:port…]``; addresses not in the map are dialled as named. redis-py's
+Redis Cluster client has the same idea (``address_remap``); its Sentinel client does not.
 """
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
@@ -29,14 +37,24 @@ import redis.asyncio.sentinel as async_sentinel
 import redis.retry as sync_retry
 import redis.sentinel as sync_sentinel
 from redis.backoff import NoBackoff
+from redis.exceptions import ResponseError
 
-__all__ = ["SentinelAddress", "connect", "connect_async", "is_sentinel_url", "parse_sentinel_url"]
+__all__ = ["ADDRESS_MAP_ENV", "SentinelAddress", "connect", "connect_async", "is_sentinel_url", "parse_address_map",
+           "parse_sentinel_url"]
 
 SENTINEL_SCHEME = "redis+sentinel"
 DEFAULT_SENTINEL_PORT = 26379
 # Sentinels answer small questions from memory: a sentinel that takes longer is treated as down and the next
 # one is asked. A caller's own socket_timeout / socket_connect_timeout replaces this.
 SENTINEL_TIMEOUT_S = 2.0
+
+ADDRESS_MAP_ENV = "SPARKWIRE_REDIS_ADDRESS_MAP"
+# Replies of a primary that cannot take this command now, though a sentinel may already name another one: it
+# lost its replicas (min-replicas-to-write: it is likely cut off, and being replaced), or it unblocked a
+# blocking read because it is becoming a replica. Like READONLY (which redis-py handles so), the connection
+# is dropped and the error raised as a ConnectionError, so the caller's retry reconnects, asking the sentinels.
+_ASK_THE_SENTINELS_AGAIN = ("NOREPLICAS", "UNBLOCKED")
+Address = tuple[str, int]
 
 _HOST_PORT = re.compile(r"^(?:\[(?P<v6>[^\]]+)\]|(?P<host>[^:\[\]]+))(?::(?P<port>[^:]*))?$")
 
@@ -121,6 +139,32 @@ def parse_sentinel_url(url: str) -> SentinelAddress:
     return SentinelAddress(sentinels, master_name, db, username, password)
 
 
+def parse_address_map(text: str) -> dict[Address, Address]:
+    """``host:port=host:port,…`` (module docstring) -> {announced: dialled}; ValueError if malformed."""
+    mapping: dict[Address, Address] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        announced, sep, dialled = item.partition("=")
+        if not sep:
+            raise ValueError(f"{ADDRESS_MAP_ENV}: {item!r} is not announced-host:port=dialled-host:port")
+        pair = []
+        for side in (announced, dialled):
+            host, _, port = side.strip().rpartition(":")
+            if not host or not port.isdigit() or not 0 < int(port) < 65536:
+                raise ValueError(f"{ADDRESS_MAP_ENV}: bad address {side!r} in {item!r} (host:port expected)")
+            pair.append((host.strip("[]"), int(port)))
+        mapping[pair[0]] = pair[1]
+    return mapping
+
+
+def _address_map() -> dict[Address, Address]:
+    return parse_address_map(os.environ.get(ADDRESS_MAP_ENV, ""))
+
+
+def _mapped(mapping: Mapping[Address, Address], address: Address) -> Address:
+    host, port = address
+    return mapping.get((str(host), int(port)), (str(host), int(port)))
+
+
 def _sentinel_kwargs(kwargs: dict[str, Any], retry: object) -> dict[str, Any]:
     timeouts = {"socket_timeout": SENTINEL_TIMEOUT_S, "socket_connect_timeout": SENTINEL_TIMEOUT_S}
     timeouts.update({k: v for k, v in kwargs.items() if k in timeouts and v is not None})
@@ -144,6 +188,54 @@ def _sentinel_kwargs(kwargs: dict[str, Any], retry: object) -> dict[str, Any]:
 # connection without ``retry`` gets Retry(NoBackoff(), 0)): while a failover lasts (seconds) its commands
 # fail at once with ConnectionError, and the same client works again afterwards. Callers retry (the replay
 # log writer for 30 s, the gateway with its Retry and its clients' resume).
+
+
+class _MappedSentinel(sync_sentinel.Sentinel):
+    """A Sentinel whose primary's address goes through the address map (module docstring)."""
+
+    def __init__(self, sentinels: Any, address_map: Mapping[Address, Address], **kwargs: Any) -> None:
+        super().__init__(sentinels, **kwargs)  # type: ignore[no-untyped-call]
+        self.address_map = dict(address_map)
+
+    def discover_master(self, service_name: str) -> Address:
+        return _mapped(self.address_map, super().discover_master(service_name))  # type: ignore[no-untyped-call]
+
+
+class _MappedAsyncSentinel(async_sentinel.Sentinel):
+    def __init__(self, sentinels: Any, address_map: Mapping[Address, Address], **kwargs: Any) -> None:
+        super().__init__(sentinels, **kwargs)  # type: ignore[no-untyped-call]
+        self.address_map = dict(address_map)
+
+    async def discover_master(self, service_name: str) -> Address:
+        return _mapped(self.address_map, await super().discover_master(service_name))
+
+
+def _ask_again(error: ResponseError) -> bool:
+    return str(error).startswith(_ASK_THE_SENTINELS_AGAIN)
+
+
+class _FollowingConnection(sync_sentinel.SentinelManagedConnection):
+    """Drops itself on a reply that says the primary cannot serve now (``_ASK_THE_SENTINELS_AGAIN``)."""
+
+    def read_response(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().read_response(*args, **kwargs)
+        except ResponseError as error:
+            if not (self.connection_pool.is_master and _ask_again(error)):
+                raise
+            self.disconnect()  # type: ignore[no-untyped-call]
+            raise redis.ConnectionError(f"the primary cannot serve now ({error}); asking the sentinels") from error
+
+
+class _AsyncFollowingConnection(async_sentinel.SentinelManagedConnection):
+    async def read_response(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return await super().read_response(*args, **kwargs)
+        except ResponseError as error:
+            if not (self.connection_pool.is_master and _ask_again(error)):
+                raise
+            await self.disconnect()
+            raise redis.ConnectionError(f"the primary cannot serve now ({error}); asking the sentinels") from error
 
 
 class _SentinelPool(sync_sentinel.SentinelConnectionPool):
@@ -174,10 +266,11 @@ def connect(url: str, **kwargs: Any) -> redis.Redis:
         return redis.Redis.from_url(url, **kwargs)
     address = parse_sentinel_url(url)
     # redis.sentinel has no annotations (redis.asyncio.sentinel has some).
-    sentinel = sync_sentinel.Sentinel(  # type: ignore[no-untyped-call]
-        address.sentinels, sentinel_kwargs=_sentinel_kwargs(kwargs, sync_retry.Retry(NoBackoff(), 0)))
+    sentinel = _MappedSentinel(address.sentinels, _address_map(),
+                               sentinel_kwargs=_sentinel_kwargs(kwargs, sync_retry.Retry(NoBackoff(), 0)))
     client: redis.Redis = sentinel.master_for(  # type: ignore[no-untyped-call]
-        address.master_name, connection_pool_class=_SentinelPool, **{**kwargs, **address.client_kwargs()})
+        address.master_name, connection_pool_class=_SentinelPool, connection_class=_FollowingConnection,
+        **{**kwargs, **address.client_kwargs()})
     return client
 
 
@@ -189,9 +282,9 @@ def connect_async(url: str, *, max_connections: int, **kwargs: Any) -> redis_asy
         pool = redis_async.BlockingConnectionPool.from_url(url, max_connections=max_connections, **kwargs)
         return redis_async.Redis.from_pool(pool)
     address = parse_sentinel_url(url)
-    sentinel = async_sentinel.Sentinel(  # type: ignore[no-untyped-call]
-        address.sentinels, sentinel_kwargs=_sentinel_kwargs(kwargs, async_retry.Retry(NoBackoff(), 0)))
+    sentinel = _MappedAsyncSentinel(address.sentinels, _address_map(),
+                                    sentinel_kwargs=_sentinel_kwargs(kwargs, async_retry.Retry(NoBackoff(), 0)))
     client: redis_async.Redis = sentinel.master_for(
         address.master_name, connection_pool_class=_BlockingSentinelPool, max_connections=max_connections,
-        **{**kwargs, **address.client_kwargs()})
+        connection_class=_AsyncFollowingConnection, **{**kwargs, **address.client_kwargs()})
     return client

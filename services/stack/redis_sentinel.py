@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+
 import redis
 
 from sparkwire.redis_url import connect
@@ -16,6 +17,9 @@ from sparkwire.redis_url import connect
 from .ports import free_port
 from .process import ManagedProcess, ReadyTimeoutError
 from .redis_server import RedisServer, _redis_server_executable
+
+# (link name, port on 127.0.0.1) -> the port to dial instead (e.g. a toxiproxy proxy in front of it).
+Route = Callable[[str, int], int]
 
 MASTER_NAME = "sparkwire"
 # A primary that does not answer for this long is down (subjectively; objectively once a quorum agrees).
@@ -116,17 +120,38 @@ class SentinelServer:
 class ReplicatedRedis:
     """1 primary + ``replicas`` replicas (durable: AOF, fsync always, as :class:`RedisServer`) watched by
     ``sentinels`` sentinels (quorum: a majority), in sub-folders of ``workdir``. ``url`` is the
-    ``redis+sentinel://`` URL of it (:mod:`sparkwire.redis_url`)."""
+    ``redis+sentinel://`` URL of it (:mod:`sparkwire.redis_url`).
 
-    def __init__(self, workdir: Path, *, replicas: int = 2, sentinels: int = 3) -> None:
+    With ``route``, every data node announces ``route("redis-repl-n<i>", port)`` instead of its port: the
+    replicas and the sentinels reach it there, so a fault on that one link cuts the node off from them while
+    other clients still reach it (the chaos run's "primary partitioned"). The sentinels name nodes by it.
+    """
+
+    def __init__(self, workdir: Path, *, replicas: int = 2, sentinels: int = 3, route: Route | None = None) -> None:
         self.workdir = Path(workdir)
-        self.nodes = [RedisServer(self.workdir / f"redis-{i}", extra_args=_DATA_NODE_ARGS) for i in range(replicas + 1)]
+        self.nodes = [RedisServer(self.workdir / f"redis-{i}") for i in range(replicas + 1)]
+        self._announced = {node.port: route(self.link(node), node.port) if route else node.port for node in self.nodes}
         first = self.nodes[0]
-        for node in self.nodes[1:]:
-            node.extra_args += ["--replicaof", "127.0.0.1", str(first.port)]
+        for node in self.nodes:
+            node.extra_args = self._data_node_args(node, None if node is first else first)
         self.quorum = sentinels // 2 + 1
-        self.sentinels = [SentinelServer(self.workdir / f"sentinel-{i}", first.port, self.quorum)
+        self.sentinels = [SentinelServer(self.workdir / f"sentinel-{i}", self.announced_port(first), self.quorum)
                           for i in range(sentinels)]
+
+    def link(self, node: RedisServer) -> str:
+        """The name of the link the replicas and the sentinels reach ``node`` by (its ``route``)."""
+        return f"redis-repl-n{self.nodes.index(node)}"
+
+    def announced_port(self, node: RedisServer) -> int:
+        """The port the sentinels name ``node`` by (its own, unless routed)."""
+        return self._announced[node.port]
+
+    def _data_node_args(self, node: RedisServer, primary: RedisServer | None) -> list[str]:
+        args = [*_DATA_NODE_ARGS, "--replica-announce-ip", "127.0.0.1",
+                "--replica-announce-port", str(self.announced_port(node))]
+        if primary is not None:
+            args += ["--replicaof", "127.0.0.1", str(self.announced_port(primary))]
+        return args
 
     @property
     def url(self) -> str:
@@ -189,15 +214,17 @@ class ReplicatedRedis:
         primary.kill()
         return primary
 
-    def wait_for_failover(self, old_primary_port: int, timeout: float = 30.0) -> RedisServer:
+    def wait_for_failover(self, old_primary: RedisServer, timeout: float = 30.0) -> RedisServer:
         """Wait until every running sentinel names the same new primary and it answers as one; return it."""
+        old_port = self.announced_port(old_primary)
+
         def promoted() -> bool:
             ports = self._named_primary_ports()
             alive = sum(1 for sentinel in self.sentinels if sentinel.process.alive)
-            return (len(ports) == alive and len(set(ports)) == 1 and ports[0] != old_primary_port
+            return (len(ports) == alive and len(set(ports)) == 1 and ports[0] != old_port
                     and self._role(self._node(ports[0])) == "master")
 
-        self._wait(promoted, time.monotonic() + timeout, f"a failover away from port {old_primary_port}")
+        self._wait(promoted, time.monotonic() + timeout, f"a failover away from redis {old_primary.port}")
         return self.primary()
 
     def restart(self, node: RedisServer | SentinelServer, timeout: float = 30.0) -> None:
@@ -212,9 +239,7 @@ class ReplicatedRedis:
             self._wait(lambda: node.named_primary_port() is not None, deadline, f"{node.process.name} naming a primary")
             return
         primary = self.primary()
-        node.extra_args = list(_DATA_NODE_ARGS)
-        if primary is not node:
-            node.extra_args += ["--replicaof", "127.0.0.1", str(primary.port)]
+        node.extra_args = self._data_node_args(node, None if primary is node else primary)
         node.start(timeout)
         if primary is not node:
             self._wait(lambda: self._linked(node, primary) and self._sentinels_see_up(node), deadline,
@@ -241,9 +266,9 @@ class ReplicatedRedis:
 
     def _node(self, port: int) -> RedisServer:
         for node in self.nodes:
-            if node.port == port:
+            if self.announced_port(node) == port:
                 return node
-        raise KeyError(f"no data node on port {port}")
+        raise KeyError(f"no data node announced on port {port}")
 
     def _named_primary_ports(self) -> list[int]:
         ports = [sentinel.named_primary_port() for sentinel in self.sentinels if sentinel.process.alive]
@@ -257,26 +282,25 @@ class ReplicatedRedis:
         except (redis.RedisError, OSError):
             return "down"
 
-    @staticmethod
-    def _linked(replica: RedisServer, primary: RedisServer) -> bool:
+    def _linked(self, replica: RedisServer, primary: RedisServer) -> bool:
         info = _replication(replica.port)
-        return (info.get("role") == "slave" and info.get("master_port") == str(primary.port)
+        return (info.get("role") == "slave" and info.get("master_port") == str(self.announced_port(primary))
                 and info.get("master_link_status") == "up")
 
     def _sees_everything(self, sentinel: SentinelServer, primary: RedisServer) -> bool:
         state, replicas = sentinel.view()
         healthy = {int(r["port"]) for r in replicas
                    if r["flags"] == "slave" and r.get("master-link-status") == "ok"}
-        return (state["flags"] == "master" and int(state["port"]) == primary.port
+        return (state["flags"] == "master" and int(state["port"]) == self.announced_port(primary)
                 and int(state["num-other-sentinels"]) == len(self.sentinels) - 1
-                and healthy == {node.port for node in self.nodes if node is not primary})
+                and healthy == {self.announced_port(node) for node in self.nodes if node is not primary})
 
     def _sentinels_see_up(self, node: RedisServer) -> bool:
         for sentinel in self.sentinels:
             if not sentinel.process.alive:
                 continue
             _, replicas = sentinel.view()
-            flags = [set(r["flags"].split(",")) for r in replicas if int(r["port"]) == node.port]
+            flags = [set(r["flags"].split(",")) for r in replicas if int(r["port"]) == self.announced_port(node)]
             if not flags or flags[0] & {"s_down", "o_down", "disconnected"}:
                 return False
         return True

@@ -8,7 +8,15 @@ import redis.asyncio as redis_async
 import redis.asyncio.sentinel as async_sentinel
 import redis.sentinel as sync_sentinel
 
-from sparkwire.redis_url import SentinelAddress, connect, connect_async, is_sentinel_url, parse_sentinel_url
+from sparkwire.redis_url import (
+    ADDRESS_MAP_ENV,
+    SentinelAddress,
+    connect,
+    connect_async,
+    is_sentinel_url,
+    parse_address_map,
+    parse_sentinel_url,
+)
 
 
 def test_a_full_sentinel_url() -> None:
@@ -100,3 +108,26 @@ def test_async_clients_wait_for_a_free_connection_either_way() -> None:
     assert isinstance(pool, redis_async.BlockingConnectionPool)
     assert (pool.max_connections, pool.timeout, pool.connection_kwargs["health_check_interval"]) == (7, 5, 10)
     assert isinstance(replicated, redis_async.Redis) and not isinstance(replicated, redis.Redis)
+
+
+def test_an_address_map_maps_announced_addresses_to_dialled_ones() -> None:
+    assert parse_address_map("") == {}
+    assert parse_address_map("10.0.0.1:6379=127.0.0.1:16379, redis-1.redis:6379=[::1]:16380,") == {
+        ("10.0.0.1", 6379): ("127.0.0.1", 16379), ("redis-1.redis", 6379): ("::1", 16380)}
+
+
+@pytest.mark.parametrize("text", ["10.0.0.1:6379", "10.0.0.1=127.0.0.1:1", "a:1=b:99999", "a:1=:2", "a:x=b:2"])
+def test_a_malformed_address_map_is_refused_clearly(text: str) -> None:
+    with pytest.raises(ValueError, match=ADDRESS_MAP_ENV):
+        parse_address_map(text)
+
+
+def test_the_sentinel_client_dials_the_mapped_address(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ADDRESS_MAP_ENV, "10.0.0.1:6379=127.0.0.1:16379")
+    client = connect("redis+sentinel://127.0.0.1:1/sparkwire")
+    manager = client.connection_pool.sentinel_manager
+    monkeypatch.setattr(sync_sentinel.Sentinel, "discover_master", lambda self, name: ("10.0.0.1", 6379))
+    assert manager.discover_master("sparkwire") == ("127.0.0.1", 16379)
+    monkeypatch.setattr(sync_sentinel.Sentinel, "discover_master", lambda self, name: ("10.0.0.2", 6379))
+    assert manager.discover_master("sparkwire") == ("10.0.0.2", 6379)  # not in the map: as named
+    client.close()

@@ -82,7 +82,7 @@ def test_primary_killed_twice_under_a_running_aggregator_loses_and_rewrites_noth
         for at_seq in (5, len(expected) // 3):
             seq = pipeline.wait_for_seq(at_seq).last_seq
             old = replicated.kill_primary()
-            new = replicated.wait_for_failover(old.port)
+            new = replicated.wait_for_failover(old)
             failovers.append((seq, old.port, new.port))
             replicated.restart(old)  # it comes back as a replica of the new primary
             supervise_until(pipeline, time.monotonic() + 3, exits)

@@ -140,7 +140,7 @@ async def read_across_a_failover(url: str, replicated: ReplicatedRedis, backgrou
         await asyncio.sleep(2)  # clients reading live batches
         old = await asyncio.to_thread(replicated.kill_primary)
         killed_at = time.monotonic()
-        await asyncio.to_thread(replicated.wait_for_failover, old.port, 30)
+        await asyncio.to_thread(replicated.wait_for_failover, old, 30)
         timings["failover"] = time.monotonic() - killed_at
         tasks += [asyncio.create_task(client.run()) for client in late]
         batches = background.batches
