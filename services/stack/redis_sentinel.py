@@ -9,7 +9,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-
 import redis
 
 from sparkwire.redis_url import connect
