@@ -259,14 +259,15 @@ class _BlockingSentinelPool(async_sentinel.SentinelConnectionPool, redis_async.B
         await self.sentinel_manager.aclose()
 
 
-def connect(url: str, **kwargs: Any) -> redis.Redis:
+def connect(url: str, *, address_map: Mapping[Address, Address] | None = None, **kwargs: Any) -> redis.Redis:
     """A client of the Redis ``url`` names (module docstring); ``kwargs`` as for ``redis.Redis``. For a
-    Sentinel URL, the client of the current primary that follows a failover (``Sentinel.master_for``)."""
+    Sentinel URL, the client of the current primary that follows a failover (``Sentinel.master_for``), dialling
+    through ``address_map`` (default: ``SPARKWIRE_REDIS_ADDRESS_MAP``)."""
     if not is_sentinel_url(url):
         return redis.Redis.from_url(url, **kwargs)
     address = parse_sentinel_url(url)
     # redis.sentinel has no annotations (redis.asyncio.sentinel has some).
-    sentinel = _MappedSentinel(address.sentinels, _address_map(),
+    sentinel = _MappedSentinel(address.sentinels, _address_map() if address_map is None else address_map,
                                sentinel_kwargs=_sentinel_kwargs(kwargs, sync_retry.Retry(NoBackoff(), 0)))
     client: redis.Redis = sentinel.master_for(  # type: ignore[no-untyped-call]
         address.master_name, connection_pool_class=_SentinelPool, connection_class=_FollowingConnection,
@@ -274,7 +275,8 @@ def connect(url: str, **kwargs: Any) -> redis.Redis:
     return client
 
 
-def connect_async(url: str, *, max_connections: int, **kwargs: Any) -> redis_async.Redis:
+def connect_async(url: str, *, max_connections: int, address_map: Mapping[Address, Address] | None = None,
+                  **kwargs: Any) -> redis_async.Redis:
     """An asyncio client whose pool holds up to ``max_connections`` and waits for a free one (``timeout``
     seconds, in ``kwargs`` with the connection settings): a ``BlockingConnectionPool`` for a one-server URL,
     a sentinel-managed one that behaves alike for a Sentinel URL. The client owns (and closes) its pool."""
@@ -282,7 +284,7 @@ def connect_async(url: str, *, max_connections: int, **kwargs: Any) -> redis_asy
         pool = redis_async.BlockingConnectionPool.from_url(url, max_connections=max_connections, **kwargs)
         return redis_async.Redis.from_pool(pool)
     address = parse_sentinel_url(url)
-    sentinel = _MappedAsyncSentinel(address.sentinels, _address_map(),
+    sentinel = _MappedAsyncSentinel(address.sentinels, _address_map() if address_map is None else address_map,
                                     sentinel_kwargs=_sentinel_kwargs(kwargs, async_retry.Retry(NoBackoff(), 0)))
     client: redis_async.Redis = sentinel.master_for(
         address.master_name, connection_pool_class=_BlockingSentinelPool, max_connections=max_connections,

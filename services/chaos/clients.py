@@ -61,7 +61,8 @@ class Tracked:
         slow = self.plan["kind"] == "slow"
 
         def on_entry(entry: ReceivedEntry) -> None:
-            segment.append([entry.seq, entry.processing_id, digest(entry.data)])
+            cursor = self.client.session.cursor  # the entry's epoch: the session takes it before rendering
+            segment.append([entry.seq, entry.processing_id, digest(entry.data), cursor.epoch if cursor else ""])
             if slow:
                 time.sleep(SLOW_RENDER_S)  # a slow renderer: blocks this process's loop, as a busy tab would
 

@@ -18,12 +18,15 @@ from typing import Protocol
 
 from sparkwire.chaos.pipeline import SupervisedAggregator
 from sparkwire.chaos.schedule import Fault
-from sparkwire.chaos.topology import Topology
-from sparkwire.stack import GatewayProcess, ManagedProcess
+from sparkwire.chaos.topology import TOPIC, Topology
+from sparkwire.stack import GatewayProcess, KafkaCluster, ManagedProcess, ReplicatedRedis
 
-# Kinds whose recovery is measured from the moment they hit (a restart is part of recovering); the
-# others from their heal.
-SUDDEN = {"driver-kill", "gateway-kill", "gateway-roll", "redis-kill", "kafka-restart", "page-reload"}
+# Kinds whose recovery is measured from the moment they hit (a restart, a failover is part of recovering);
+# the others from their heal.
+SUDDEN = {"driver-kill", "gateway-kill", "gateway-roll", "redis-kill", "kafka-restart", "page-reload",
+          "redis-failover", "kafka-leader"}
+# A failover takes a few seconds here (docs/replay-log.md); far longer means it did not happen.
+FAILOVER_TIMEOUT_S = 60.0
 
 
 @dataclass
@@ -110,6 +113,68 @@ class RedisKill:
         pass
 
 
+def _cut(topology: Topology, proxies: list[str], name: str, seconds: float) -> None:
+    """Blackhole ``proxies`` for ``seconds``, then heal them (whatever happens meanwhile)."""
+    cut: list[tuple[str, list[str]]] = []
+    try:
+        for proxy in proxies:
+            cut.append((proxy, topology.toxiproxy.add_fault(proxy, name, "blackhole", {})))
+        time.sleep(seconds)
+    finally:
+        for proxy, toxics in cut:
+            topology.toxiproxy.remove(proxy, toxics)
+
+
+class RedisFailover:
+    """The primary SIGKILLed (down ``duration_s``, then back as a replica of the new primary), or cut off from
+    its replicas and the sentinels for ``duration_s`` while the gateways and the driver still reach it (the
+    sentinels promote a replica; after the heal they make the old primary a replica). Either way a failover
+    must happen, and the old primary must be back in sync before the next Redis fault."""
+
+    def inject(self, fault: Fault, targets: Targets) -> None:
+        redis = targets.topology.redis
+        if not isinstance(redis, ReplicatedRedis):
+            raise TypeError("redis-failover needs the replicated topology")
+        with targets.locks["redis"]:
+            old = redis.primary()
+            if dict(fault.params).get("partition"):
+                _cut(targets.topology, [redis.link(old)], f"fault{fault.index}", fault.duration_s)
+                redis.wait_for_failover(old, FAILOVER_TIMEOUT_S)
+                redis.wait_rejoined(old, FAILOVER_TIMEOUT_S)  # the sentinels reconfigure it by themselves
+            else:
+                started = time.monotonic()
+                old.kill()
+                redis.wait_for_failover(old, FAILOVER_TIMEOUT_S)
+                time.sleep(max(0.0, fault.duration_s - (time.monotonic() - started)))
+                redis.restart(old, timeout=FAILOVER_TIMEOUT_S)  # as a replica of the new primary
+
+    def heal(self, fault: Fault, targets: Targets) -> None:
+        pass
+
+
+class KafkaLeader:
+    """The broker leading partition 0 of the input topic SIGKILLed (down ``duration_s``, then restarted from its
+    data), or cut off from the other brokers and the controllers for ``duration_s`` while Spark and the
+    producer still reach it (the controllers fence it and elect a new leader from the in-sync replicas)."""
+
+    def inject(self, fault: Fault, targets: Targets) -> None:
+        kafka = targets.topology.kafka
+        if not isinstance(kafka, KafkaCluster):
+            raise TypeError("kafka-leader needs the replicated topology")
+        with targets.locks["kafka"]:
+            leader = kafka.leader_of(TOPIC, 0)
+            if dict(fault.params).get("partition"):
+                _cut(targets.topology, kafka.links_of(leader.node_id), f"fault{fault.index}", fault.duration_s)
+                kafka.wait_in_sync(leader.node_id, FAILOVER_TIMEOUT_S)
+            else:
+                leader.kill()
+                time.sleep(fault.duration_s)
+                kafka.restart_node(leader.node_id, timeout=FAILOVER_TIMEOUT_S)
+
+    def heal(self, fault: Fault, targets: Targets) -> None:
+        pass
+
+
 class KafkaRestart:
     def inject(self, fault: Fault, targets: Targets) -> None:
         kafka = targets.topology.kafka
@@ -126,17 +191,20 @@ class KafkaRestart:
 
 
 class NetworkFault:
-    """A toxic on one toxiproxy proxy for the fault's duration (``toxiproxy.FAULT_TOXICS``)."""
+    """A toxic on every proxy of one link for the fault's duration (``toxiproxy.FAULT_TOXICS``)."""
 
     def __init__(self) -> None:
-        self._toxics: dict[int, list[str]] = {}
+        self._toxics: dict[int, list[tuple[str, list[str]]]] = {}
 
     def inject(self, fault: Fault, targets: Targets) -> None:
-        self._toxics[fault.index] = targets.topology.toxiproxy.add_fault(
-            fault.target, f"fault{fault.index}", fault.toxic, dict(fault.params))
+        toxiproxy = targets.topology.toxiproxy
+        self._toxics[fault.index] = [(proxy, toxiproxy.add_fault(proxy, f"fault{fault.index}", fault.toxic,
+                                                                 dict(fault.params)))
+                                     for proxy in targets.topology.links[fault.target]]
 
     def heal(self, fault: Fault, targets: Targets) -> None:
-        targets.topology.toxiproxy.remove(fault.target, self._toxics.pop(fault.index, []))
+        for proxy, toxics in self._toxics.pop(fault.index, []):
+            targets.topology.toxiproxy.remove(proxy, toxics)
 
 
 class ConsumerFreeze:
@@ -164,6 +232,7 @@ class ByTheClients:
 INJECTORS: dict[str, Injector] = {
     "driver-kill": DriverKill(), "gateway-kill": GatewayKill(), "gateway-roll": GatewayRoll(),
     "gateway-pause": GatewayPause(), "redis-kill": RedisKill(), "kafka-restart": KafkaRestart(),
+    "redis-failover": RedisFailover(), "kafka-leader": KafkaLeader(),
     "net": NetworkFault(), "consumer-freeze": ConsumerFreeze(), "page-reload": ByTheClients(),
 }
 

@@ -14,7 +14,6 @@ from pathlib import Path
 import redis as redis_lib
 
 from sparkwire.chaos.recovery import Sample
-from sparkwire.redis_url import connect
 from sparkwire.replaylog import ReplayLogReader
 
 
@@ -37,10 +36,11 @@ def metric_sum(samples: dict[str, float], name: str) -> float:
 
 
 class Monitor:
-    def __init__(self, redis_url: str, stream: str, status_files: list[Path],
+    def __init__(self, redis: redis_lib.Redis, stream: str, status_files: list[Path],
                  scrape_targets: Callable[[], dict[str, tuple[int | None, int]]]) -> None:
-        """``scrape_targets()``: process name -> (its current pid, its metrics port)."""
-        self._reader = ReplayLogReader(connect(redis_url, socket_timeout=1.0, socket_connect_timeout=1.0), stream)
+        """``redis``: a client (with short timeouts) of the log; ``scrape_targets()``: process name -> (its
+        current pid, its metrics port)."""
+        self._reader = ReplayLogReader(redis, stream)
         self._status_files = status_files
         self._targets = scrape_targets
         self.samples: list[Sample] = []

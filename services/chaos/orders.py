@@ -36,8 +36,9 @@ class SupervisedOrders(SupervisedAggregator):
 
     def environment(self) -> dict[str, str]:
         topology = self.topology
-        return {"ORDERS_BOOTSTRAP_SERVERS": topology.kafka.spark_bootstrap, "ORDERS_TOPIC": ORDERS,
-                "ORDERS_STREAM": ORDERS, "ORDERS_REDIS_URL": topology.redis_url_via("spark-redis"),
+        redis_url, redis_env = topology.redis_access("spark-redis")
+        return {**redis_env, "ORDERS_BOOTSTRAP_SERVERS": topology.kafka.spark_bootstrap, "ORDERS_TOPIC": ORDERS,
+                "ORDERS_STREAM": ORDERS, "ORDERS_REDIS_URL": redis_url,
                 "ORDERS_CHECKPOINT": str(topology.workdir / "checkpoint-orders"),
                 "ORDERS_WINDOW_MS": str(WINDOW_MS), "ORDERS_SLIDE_MS": str(SLIDE_MS),
                 "ORDERS_WATERMARK_DELAY_MS": str(DELAY_MS), "ORDERS_TRIGGER_MS": str(self.settings.trigger_ms)}
@@ -88,7 +89,7 @@ class OrdersSide:
                 return OrdersCheck(False, [f"orders: the job did not read every order within {timeout:.0f}s"])
             time.sleep(1.0)
             batches = committed_batches(checkpoint, ORDERS)
-        reader = ReplayLogReader(self.topology.redis.client(), ORDERS)
+        reader = ReplayLogReader(self.topology.redis_client(), ORDERS)
         entries = list(reader.iter_all())
         log = [(entry.seq, entry.processing_id) for entry in entries]
         while time.monotonic() < deadline and any(c.client.applied[-1:] != log[-1:] for c in self.clients):

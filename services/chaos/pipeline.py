@@ -43,7 +43,7 @@ class SupervisedAggregator:
         topology = self.topology
         return [
             *PYTHON, "aggregate", "--bootstrap-servers", topology.kafka.spark_bootstrap, "--topic", TOPIC,
-            "--dead-letter-topic", DEAD_LETTER_TOPIC, "--redis-url", topology.redis_url_via("spark-redis"),
+            "--dead-letter-topic", DEAD_LETTER_TOPIC, "--redis-url", topology.redis_access("spark-redis")[0],
             "--stream", STREAM, "--checkpoint", str(topology.workdir / "checkpoint"),
             "--window-ms", str(WINDOW_MS), "--watermark-delay-ms", str(DELAY_MS),
             "--trigger-ms", str(self.settings.trigger_ms), "--chunk-size", str(self.settings.chunk_size),
@@ -53,7 +53,7 @@ class SupervisedAggregator:
     name = "aggregator"
 
     def environment(self) -> dict[str, str] | None:
-        return None
+        return self.topology.redis_access("spark-redis")[1] or None
 
     def start(self) -> None:
         self.process = ManagedProcess(self.name, self.command(), self.topology.workdir, env=self.environment())

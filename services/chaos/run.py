@@ -34,7 +34,7 @@ from sparkwire.chaos.pipeline import (
 )
 from sparkwire.chaos.recovery import recovery_time, summarize
 from sparkwire.chaos.schedule import CATEGORY, EDGES, Schedule, build_schedule
-from sparkwire.chaos.topology import STREAM, Topology, start_topology
+from sparkwire.chaos.topology import STREAM, TOPOLOGIES, Topology, start_topology
 from sparkwire.chaos.verifier import first_problem, verdict_line, verify
 from sparkwire.gateway.auth import issue_token
 from sparkwire.replaylog import ReplayLogReader
@@ -55,6 +55,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-browser", action="store_true", help="no Chromium page")
     parser.add_argument("--rate", type=float, default=100.0, help="events per second")
     parser.add_argument("--keep", action="store_true", help="keep the work dir (logs) even when the run passes")
+    parser.add_argument("--topology", choices=TOPOLOGIES, default="replicated",
+                        help="replicated: Redis with 2 replicas and 3 sentinels, 3 Kafka brokers (redis-failover and "
+                             "kafka-leader faults); single: one of each (redis-kill and kafka-restart faults)")
 
 
 def _say(text: str) -> None:
@@ -122,13 +125,13 @@ def _collect(process: ManagedProcess, report: Path) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    schedule = build_schedule(args.seed, args.minutes, args.clients)
+    schedule = build_schedule(args.seed, args.minutes, args.clients, args.topology)
     print(schedule.describe(), flush=True)
     workdir = cache_dir() / "run" / f"chaos-{time.strftime('%Y%m%d-%H%M%S')}-seed{args.seed}"
     workdir.mkdir(parents=True)
     _say(f"work dir {workdir}")
     secret = secrets.token_urlsafe(48)
-    topology = start_topology(workdir, secret, GATEWAY_ARGS)
+    topology = start_topology(workdir, secret, GATEWAY_ARGS, args.topology)
     settings = Settings(rate=args.rate)
     aggregator = SupervisedAggregator(topology, settings)
     orders = OrdersSide(topology, SupervisedOrders(topology, settings))
@@ -150,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
             found["aggregator"] = (aggregator.process.pid if aggregator.process else None, aggregator.metrics_port)
             return found
 
-        monitor = Monitor(topology.direct_redis_url, STREAM, status_files, scrape_targets)
+        monitor = Monitor(topology.redis_client(), STREAM, status_files, scrape_targets)
         expected_clients = args.clients + (page is not None)
         _wait(lambda: len(monitor.client_seqs()) >= expected_clients, LEAD_S + 60, "every client to start")
         time.sleep(max(0.0, t0 - time.time()))
@@ -192,10 +195,10 @@ def run(args: argparse.Namespace) -> int:
         except RuntimeError as error:  # a client process died: what it rendered is unknown
             print(f"FAIL: {error}", flush=True)
             return 1
-        reader = ReplayLogReader(topology.redis.client(), STREAM)
+        reader = ReplayLogReader(topology.redis_client(), STREAM)
         entries, meta = list(reader.iter_all()), reader.meta()
         driver_kills = sum(1 for f in schedule.faults if f.kind == "driver-kill")
-        counters = cross_check(monitor, meta, len(expected), topology.redis.client(), driver_kills)
+        counters = cross_check(monitor, meta, len(expected), topology.redis_client(), driver_kills)
         verdict = verify(expected, entries, clients, page_report, counters.problems)
         orders_check = orders.check()
         times: dict[str, list[float | None]] = defaultdict(list)

@@ -2,9 +2,15 @@
 seed and the run's length, so a failing run can be replayed exactly (``--seed``).
 
 Faults are spread evenly over the fault window with jitter, in a seeded random order, so kinds mix and
-overlap (a Redis kill during a blackhole, a driver kill while a gateway is paused) as they would in
+overlap (a Redis failover during a blackhole, a driver kill while a gateway is paused) as they would in
 production. Counts scale with the run's length; the default 10-minute run has every network fault on
 every link class and at least 5 driver kills.
+
+Redis and Kafka faults depend on the topology (``sparkwire.chaos.topology``): on the replicated one,
+``redis-failover`` (the primary SIGKILLed, or cut off from its replicas and sentinels while the gateways and
+the driver still reach it) and ``kafka-leader`` (the broker leading the input's partition 0 SIGKILLed, or
+cut off from the other brokers and the controllers while Spark still reaches it), half of each kind one
+way, half the other; on the single one, ``redis-kill`` and ``kafka-restart`` (restarted in place).
 """
 
 from __future__ import annotations
@@ -16,12 +22,16 @@ from dataclasses import dataclass, field
 CATEGORY = {
     "driver-kill": "driver",
     "gateway-kill": "gateway", "gateway-roll": "gateway", "gateway-pause": "gateway",
-    "redis-kill": "redis",
-    "kafka-restart": "kafka",
+    "redis-kill": "redis", "redis-failover": "redis-failover",
+    "kafka-restart": "kafka", "kafka-leader": "kafka-leader",
     "net": "net",
     "consumer-freeze": "client", "page-reload": "client",
 }
-CATEGORIES = ("driver", "gateway", "redis", "kafka", "net", "client")
+# The categories the final line counts, per topology.
+CATEGORIES = {
+    "replicated": ("driver", "gateway", "redis-failover", "kafka-leader", "net", "client"),
+    "single": ("driver", "gateway", "redis", "kafka", "net", "client"),
+}
 
 GATEWAYS = 3
 EDGES = 2  # client-facing proxies in front of nginx; clients are spread over them
@@ -39,6 +49,14 @@ TOXICS: dict[str, tuple[str, ...]] = {
     "spark-kafka": ("latency", "blackhole", "reset", "slow"),
     "spark-redis": ("latency", "blackhole", "reset"),
 }
+# A cut-off Redis primary: longer than the sentinels' down-after (2 s) plus an election and a promotion.
+REDIS_CUT_S = (8.0, 15.0)
+# A crashed primary stays down this long (the failover happens meanwhile), then comes back as a replica.
+REDIS_DOWN_S = (4.0, 10.0)
+# A cut-off Kafka leader: longer than the brokers' session timeout, so the controllers fence it and move
+# its partitions' leadership.
+KAFKA_CUT_S = (10.0, 20.0)
+KAFKA_DOWN_S = (3.0, 10.0)
 # Longer than the gateway's pong timeout and the clients' silence timeout (run.py passes both), so a
 # paused gateway is noticed by its clients, not merely sat out.
 PAUSE_S = (20.0, 26.0)
@@ -92,9 +110,10 @@ class Schedule:
     window_s: float
     faults: list[Fault]
     clients: list[ClientPlan] = field(default_factory=list)
+    topology: str = "replicated"
 
     def counts(self) -> dict[str, int]:
-        counts = dict.fromkeys(CATEGORIES, 0)
+        counts = dict.fromkeys(CATEGORIES[self.topology], 0)
         for fault in self.faults:
             counts[fault.category] += 1
         return counts
@@ -102,7 +121,8 @@ class Schedule:
     def describe(self) -> str:
         counts = ", ".join(f"{name} {n}" for name, n in self.counts().items())
         resumes = [c for c in self.clients if c.absences]
-        lines = [f"fault schedule, seed {self.seed}: {len(self.faults)} faults over {self.window_s:.0f}s ({counts})"]
+        lines = [f"fault schedule, seed {self.seed}, {self.topology} topology: {len(self.faults)} faults over "
+                 f"{self.window_s:.0f}s ({counts})"]
         lines += [f"  {fault.describe()}" for fault in self.faults]
         kinds = {kind: sum(1 for c in self.clients if c.kind == kind)
                  for kind in ("steady", "slow", "cursor", "session")}
@@ -152,17 +172,32 @@ def _net_fault(rng: random.Random, link: str, toxic: str) -> Fault:
     raise ValueError(f"unknown toxic {toxic!r}")
 
 
-def _process_faults(rng: random.Random, minutes: float) -> list[Fault]:
+def _state_faults(rng: random.Random, minutes: float, topology: str) -> list[Fault]:
+    """The faults of Redis and Kafka (module docstring)."""
+    if topology == "single":
+        faults = [Fault(0, "redis-kill", "redis", rng.uniform(1, 4)) for _ in range(_scaled(minutes, 2, 1))]
+        # Every other one a crash (SIGKILL) rather than a clean restart.
+        return faults + [Fault(0, "kafka-restart", "kafka", rng.uniform(1, 5), params=(("sigkill", int(i % 2 == 0)),))
+                         for i in range(_scaled(minutes, 2, 1))]
+    if topology != "replicated":
+        raise ValueError(f"unknown topology {topology!r}")
+    faults = []
+    for kind, target, cut_s, down_s in (("redis-failover", "primary", REDIS_CUT_S, REDIS_DOWN_S),
+                                        ("kafka-leader", "leader", KAFKA_CUT_S, KAFKA_DOWN_S)):
+        for i in range(_scaled(minutes, 4, 2)):
+            partition = i % 2  # a crash first, then a cut, and so on
+            seconds = rng.uniform(*(cut_s if partition else down_s))
+            faults.append(Fault(0, kind, target, seconds, params=(("partition", partition),)))
+    return faults
+
+
+def _process_faults(rng: random.Random, minutes: float, topology: str) -> list[Fault]:
     faults = [Fault(0, "driver-kill", "aggregator") for _ in range(_scaled(minutes, 6, 2))]
     faults += [Fault(0, "gateway-kill", f"gw{rng.randrange(GATEWAYS)}", rng.uniform(0.5, 3))
                for _ in range(_scaled(minutes, 8, 1))]
     faults += [Fault(0, "gateway-roll", "all") for _ in range(_scaled(minutes, 2, 1))]
     faults.append(Fault(0, "gateway-pause", f"gw{rng.randrange(GATEWAYS)}", rng.uniform(*PAUSE_S)))
-    faults += [Fault(0, "redis-kill", "redis", rng.uniform(1, 4)) for _ in range(_scaled(minutes, 2, 1))]
-    kafka = _scaled(minutes, 2, 1)
-    # Every other one a crash (SIGKILL) rather than a clean restart.
-    faults += [Fault(0, "kafka-restart", "kafka", rng.uniform(1, 5), params=(("sigkill", int(i % 2 == 0)),))
-               for i in range(kafka)]
+    faults += _state_faults(rng, minutes, topology)
     faults += [Fault(0, "consumer-freeze", "slow-clients", rng.uniform(8, 20)) for _ in range(_scaled(minutes, 2, 1))]
     faults += [Fault(0, "page-reload", "page") for _ in range(_scaled(minutes, 2, 1))]
     return faults
@@ -189,13 +224,14 @@ def _clients(rng: random.Random, count: int, window_s: float) -> list[ClientPlan
     return plans
 
 
-def build_schedule(seed: int, minutes: float, clients: int = 200) -> Schedule:
-    """The faults of a run of ``minutes`` (the fault window) and the plans of ``clients`` clients."""
+def build_schedule(seed: int, minutes: float, clients: int = 200, topology: str = "replicated") -> Schedule:
+    """The faults of a run of ``minutes`` (the fault window) on ``topology`` and the plans of ``clients``
+    clients."""
     if minutes <= 0:
         raise ValueError("minutes must be > 0")
     rng = random.Random(seed)
     window_s = minutes * 60
-    faults = _process_faults(rng, minutes) + _net_faults(rng, _scaled(minutes, 36, 6))
+    faults = _process_faults(rng, minutes, topology) + _net_faults(rng, _scaled(minutes, 36, 6))
     rng.shuffle(faults)
     # Evenly spread with jitter, ending early enough for the longest fault to heal inside the window.
     usable = window_s - 30
@@ -206,4 +242,4 @@ def build_schedule(seed: int, minutes: float, clients: int = 200) -> Schedule:
         duration = min(fault.duration_s, window_s - at - 2)
         timed.append(Fault(round(at, 1), fault.kind, fault.target, round(duration, 1), fault.toxic, fault.params,
                            index + 1))
-    return Schedule(seed, window_s, timed, _clients(rng, clients, window_s))
+    return Schedule(seed, window_s, timed, _clients(rng, clients, window_s), topology)

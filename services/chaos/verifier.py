@@ -4,7 +4,9 @@ The log is first compared with the results computed independently from the produ
 (``sparkwire.verify.compare``); then every client's render record against the log, seq by seq (so a
 client that drew a wrong or a repeated result is caught, as is one that never drew one), its final state
 against the log's latest result per key, and the page's points (one per window) against the expected
-results themselves. Counters from the processes come last. The first problem found — the earliest
+results themselves. Across clients, no two may have rendered different results under one seq of one epoch
+(a contradiction: what a failover that lost a tail, silently refilled, would show). Counters from the
+processes come last. The first problem found — the earliest
 committed seq any client got wrong — makes the FAIL line, with the last fault injected before that
 seq's commit.
 """
@@ -38,6 +40,8 @@ class Verdict:
     duplicates: int = 0
     gaps: int = 0
     lost: int = 0
+    contradictions: int = 0
+    """Seqs of an epoch rendered with two different results (by two clients, or one client twice)."""
     resent_after_session_resume: int = 0
     problems: list[Problem] = field(default_factory=list)
     counter_problems: list[str] = field(default_factory=list)
@@ -70,7 +74,7 @@ def check_client(name: str, report: Mapping[str, Any], log: LogView, verdict: Ve
     for index, segment in enumerate(report["segments"]):
         expected_next = 1 if index == 0 else None
         seen: set[object] = set()
-        for seq, pid, value in segment:
+        for seq, pid, value, *_epoch in segment:
             if expected_next is not None and seq > expected_next:
                 verdict.gaps += 1
                 problem(expected_next, f"jumped from seq {expected_next - 1} to {seq}")
@@ -100,6 +104,23 @@ def check_client(name: str, report: Mapping[str, Any], log: LogView, verdict: Ve
             problem(0, f"restarted from a snapshot: {resets}")
     if report.get("terminal"):
         problem(0, f"ended by a terminal close: {report['terminal']}")
+
+
+def check_contradictions(clients: Sequence[Mapping[str, Any]], log: LogView, verdict: Verdict) -> None:
+    """Every (epoch, seq) any client rendered, with one result: the first client's stands, later ones that
+    differ are contradictions. Independent of the final log, which a lost tail could have rewritten."""
+    seen: dict[tuple[str, int], tuple[object, object, str]] = {}
+    for client in clients:
+        who = f"client {client['id']} ({client['kind']}, {client['edge']})"
+        for segment in client["segments"]:
+            for seq, pid, value, *epoch in segment:
+                key = (str(epoch[0]) if epoch else "", int(seq))
+                first = seen.setdefault(key, (pid, value, who))
+                if (first[0], first[1]) != (pid, value):
+                    verdict.contradictions += 1
+                    verdict.problems.append(Problem(who, seq, f"rendered {pid}/{value} under epoch {key[0]!r} seq "
+                                                              f"{seq}, where {first[2]} rendered {first[0]}/{first[1]}",
+                                                    log.commit_ms(seq)))
 
 
 def _close(a: object, b: float) -> bool:
@@ -163,6 +184,7 @@ def verify(expected: Mapping[str, WindowResult], entries: Sequence[Entry], clien
         verdict.problems.append(Problem("log", first, f"the log is not the expected results: {report.summary()}"))
     for client in clients:
         check_client(f"client {client['id']} ({client['kind']}, {client['edge']})", client, log, verdict)
+    check_contradictions(clients, log, verdict)
     if page is not None:
         check_page(page, expected, log, verdict)
     verdict.counter_problems = counter_problems
@@ -178,7 +200,8 @@ def first_problem(verdict: Verdict) -> Problem | None:
 def verdict_line(verdict: Verdict, fault_counts: Mapping[str, int], fault_before: str | None) -> str:
     faults = sum(fault_counts.values())
     kinds = ", ".join(f"{name} {n}" for name, n in fault_counts.items() if n)
-    tally = f"{verdict.duplicates} duplicates, {verdict.gaps} gaps, {verdict.lost} lost"
+    tally = (f"{verdict.duplicates} duplicates, {verdict.gaps} gaps, {verdict.lost} lost, "
+             f"{verdict.contradictions} contradictions")
     if verdict.ok:
         return (f"OK exactly once: {verdict.clients} clients x {verdict.results:,} results, {faults} faults ({kinds}), "
                 f"{tally}")

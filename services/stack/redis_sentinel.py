@@ -244,6 +244,12 @@ class ReplicatedRedis:
             self._wait(lambda: self._linked(node, primary) and self._sentinels_see_up(node), deadline,
                        f"redis {node.port} in sync with the primary and seen up by the sentinels")
 
+    def wait_rejoined(self, node: RedisServer, timeout: float = 30.0) -> None:
+        """Wait until ``node`` (a primary replaced while it was cut off, now reachable again) is a replica in
+        sync with the primary and every running sentinel sees it up: the sentinels reconfigure it themselves."""
+        self._wait(lambda: self._linked(node, self.primary()) and self._sentinels_see_up(node),
+                   time.monotonic() + timeout, f"redis {node.port} back in sync as a replica")
+
     def log_tail(self, lines: int = 20) -> str:
         named = [(f"redis {node.port}", node.process) for node in self.nodes]
         named += [(f"sentinel {sentinel.port}", sentinel.process) for sentinel in self.sentinels]

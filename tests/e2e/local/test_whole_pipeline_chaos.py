@@ -32,11 +32,15 @@ def test_a_short_chaos_run_delivers_every_result_and_every_own_query_revision_ex
     assert run.returncode == 0 and last.startswith("OK exactly once: "), output[-6000:]
     # Every category of fault hit this run, and every client (the page too) was counted.
     match = re.fullmatch(r"OK exactly once: (\d+) clients x ([\d,]+) results, (\d+) faults \((.*)\), "
-                         r"0 duplicates, 0 gaps, 0 lost", last)
+                         r"0 duplicates, 0 gaps, 0 lost, 0 contradictions", last)
     assert match is not None, last
     assert int(match[1]) == CLIENTS + 1 and int(match[2].replace(",", "")) > 100
-    assert {part.split()[0] for part in match[4].split(", ")} == {"driver", "gateway", "redis", "kafka", "net",
-                                                                  "client"}
+    # On the replicated topology (the default): Redis failovers and Kafka leader losses, both ways each.
+    assert {part.split()[0] for part in match[4].split(", ")} == {"driver", "gateway", "redis-failover",
+                                                                  "kafka-leader", "net", "client"}
+    for kind in ("redis-failover", "kafka-leader"):
+        assert re.search(rf"injected at .*{kind} \S+ for .*\(partition=0\)", output), f"no {kind} crash"
+        assert re.search(rf"injected at .*{kind} \S+ for .*\(partition=1\)", output), f"no {kind} cut"
     assert "could not be applied" not in output
     # The orders example (a team's own query, update mode) ran under the same faults, its driver killed too.
     orders = re.search(r"\[chaos\] orders: (\d+) orders, (\d+) revisions in the log over \d+ batches, 0 wrong",

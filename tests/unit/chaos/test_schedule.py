@@ -19,28 +19,43 @@ def test_the_default_run_has_every_fault_the_issue_asks_for(seed: int) -> None:
     counts = schedule.counts()
     assert counts["driver"] >= 5
     kinds = {fault.kind for fault in schedule.faults}
-    assert {"driver-kill", "gateway-kill", "gateway-roll", "gateway-pause", "redis-kill", "kafka-restart",
+    assert {"driver-kill", "gateway-kill", "gateway-roll", "gateway-pause", "redis-failover", "kafka-leader",
             "consumer-freeze", "page-reload"} <= kinds
+    assert not kinds & {"redis-kill", "kafka-restart"}  # the single topology's
+    # a crash and a cut, of the Redis primary and of the Kafka leader, at least twice each
+    for kind in ("redis-failover", "kafka-leader"):
+        modes = [dict(f.params)["partition"] for f in schedule.faults if f.kind == kind]
+        assert modes.count(0) >= 2 and modes.count(1) >= 2, (kind, modes)
     assert sum(1 for f in schedule.faults if f.kind == "gateway-pause") == 1
     # every toxic on every link class it makes sense on
     by_proxy = {proxy: link for link, proxies in LINKS.items() for proxy in proxies}
     seen = {(by_proxy[f.target], f.toxic) for f in schedule.faults if f.kind == "net"}
     assert seen == {(link, toxic) for link, toxics in TOXICS.items() for toxic in toxics}
-    # a Kafka crash as well as a clean restart
-    assert {dict(f.params)["sigkill"] for f in schedule.faults if f.kind == "kafka-restart"} == {0, 1}
     kinds_of_clients = {c.kind for c in schedule.clients}
     assert kinds_of_clients == {"steady", "slow", "cursor", "session"} and len(schedule.clients) == 200
 
 
+def test_the_single_topology_kills_and_restarts_redis_and_kafka_in_place() -> None:
+    schedule = build_schedule(7, 10, topology="single")
+    kinds = {fault.kind for fault in schedule.faults}
+    assert {"redis-kill", "kafka-restart"} <= kinds and not kinds & {"redis-failover", "kafka-leader"}
+    # a Kafka crash as well as a clean restart
+    assert {dict(f.params)["sigkill"] for f in schedule.faults if f.kind == "kafka-restart"} == {0, 1}
+    assert set(schedule.counts()) == set(CATEGORIES["single"])
+    with pytest.raises(ValueError, match="topology"):
+        build_schedule(7, 10, topology="sharded")
+
+
+@pytest.mark.parametrize("topology", ["replicated", "single"])
 @pytest.mark.parametrize(("minutes", "seed"), [(2.5, 7), (1.5, 3), (10, 1), (30, 5)])
 def test_every_fault_starts_and_heals_inside_the_window_and_short_runs_still_cover_every_category(
-    minutes: float, seed: int
+    minutes: float, seed: int, topology: str
 ) -> None:
-    schedule = build_schedule(seed, minutes, clients=50)
+    schedule = build_schedule(seed, minutes, clients=50, topology=topology)
     assert all(f.at_s > 0 and f.ends_s <= schedule.window_s for f in schedule.faults)
     assert sorted(f.at_s for f in schedule.faults) == [f.at_s for f in schedule.faults]
     assert [f.index for f in schedule.faults] == list(range(1, len(schedule.faults) + 1))
-    assert all(schedule.counts()[category] >= 1 for category in CATEGORIES)
+    assert all(schedule.counts()[category] >= 1 for category in CATEGORIES[topology])
     links = {link for link, proxies in LINKS.items() for f in schedule.faults if f.target in proxies}
     assert links == set(LINKS)
     for client in schedule.clients:
@@ -59,7 +74,7 @@ def test_the_paused_gateway_stays_stopped_longer_than_the_clients_wait_for_a_fra
 def test_the_printed_schedule_names_every_fault_and_every_absence() -> None:
     schedule = build_schedule(7, 10)
     text = schedule.describe()
-    assert text.splitlines()[0].startswith("fault schedule, seed 7: ")
+    assert text.splitlines()[0].startswith("fault schedule, seed 7, replicated topology: ")
     assert all(fault.describe() in text for fault in schedule.faults)
     assert sum(1 for line in text.splitlines() if " away +" in line) == sum(1 for c in schedule.clients if c.absences)
 

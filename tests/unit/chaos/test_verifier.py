@@ -34,9 +34,9 @@ def expected() -> dict[str, WindowResult]:
     return {r.processing_id: r for r in results()}
 
 
-def rendered(seqs: list[int]) -> list[list[object]]:
+def rendered(seqs: list[int], epoch: str = "e1") -> list[list[object]]:
     by_seq = {e.seq: e for e in log()}
-    return [[seq, by_seq[seq].processing_id, digest(json.loads(by_seq[seq].data))] for seq in seqs]
+    return [[seq, by_seq[seq].processing_id, digest(json.loads(by_seq[seq].data)), epoch] for seq in seqs]
 
 
 def client(segments: list[list[int]], **changes: Any) -> dict[str, Any]:
@@ -67,14 +67,14 @@ def line(clients: list[dict[str, Any]], page_report: dict[str, Any] | None = Non
 def test_every_client_rendering_every_result_once_is_ok() -> None:
     assert line([client([[1, 2, 3, 4, 5, 6]])], page()) == (
         "OK exactly once: 2 clients x 6 results, 7 faults (driver 1, gateway 2, kafka 1, net 3), "
-        "0 duplicates, 0 gaps, 0 lost")
+        "0 duplicates, 0 gaps, 0 lost, 0 contradictions")
 
 
 def test_a_result_never_rendered_fails_naming_the_client_the_seq_and_the_fault_before() -> None:
     text = line([client([[1, 2, 3, 4, 5, 6]]), client([[1, 2, 3, 5, 6]], id=9)])
     assert text.startswith("FAIL: client 9 (steady, edge-1), seq 4: jumped from seq 3 to 5")
     assert "last fault before it: #4 +12.0s  driver-kill aggregator" in text
-    assert text.endswith("0 duplicates, 1 gaps, 1 lost)")
+    assert text.endswith("0 duplicates, 1 gaps, 1 lost, 0 contradictions)")
 
 
 def test_a_result_rendered_twice_fails() -> None:
@@ -130,4 +130,26 @@ def test_a_log_that_is_not_the_expected_results_fails_before_any_client() -> Non
 def test_counter_problems_alone_fail_the_run() -> None:
     text = line([client([[1, 2, 3, 4, 5, 6]])], None, ["sparkwire_client_reported_gaps_total = 2 (expected 0)"])
     assert text == ("FAIL: counters: sparkwire_client_reported_gaps_total = 2 (expected 0) "
-                    "(0 duplicates, 0 gaps, 0 lost)")
+                    "(0 duplicates, 0 gaps, 0 lost, 0 contradictions)")
+
+
+def test_two_clients_that_rendered_different_results_under_one_seq_of_one_epoch_are_a_contradiction() -> None:
+    """What a lost tail refilled with other results would show: the final log agrees with one of them only,
+    so the client holding the other is wrong too — but the contradiction is named for what it is."""
+    other = client([[1, 2, 3, 4, 5, 6]], id=9)
+    other["segments"][0][3][2] = 777  # seq 4 rendered with another value
+    verdict = verify(expected(), log(), [client([[1, 2, 3, 4, 5, 6]]), other], None, [])
+    assert verdict.contradictions == 1 and not verdict.ok
+    assert any("under epoch 'e1' seq 4, where client 3 (steady, edge-1) rendered" in p.what for p in verdict.problems)
+    assert verdict_line(verdict, COUNTS, None).endswith("1 contradictions)")
+
+
+def test_the_same_seq_in_two_epochs_may_hold_different_results() -> None:
+    """A new epoch (a rebuilt log: clients resync by snapshot) renumbers; only one epoch's seqs must agree."""
+    later = client([[1, 2, 3, 4, 5, 6]], id=9)
+    later["segments"] = [rendered([1, 2, 3], "e1"), rendered([4, 5, 6], "e1")]
+    moved = [[seq, pid, value, "e2"] for seq, pid, value, _ in rendered([1, 2], "e1")]
+    moved[0][2] = 555
+    later["segments"].append(moved)
+    verdict = verify(expected(), log(), [client([[1, 2, 3, 4, 5, 6]]), later], None, [])
+    assert verdict.contradictions == 0
