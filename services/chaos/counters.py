@@ -6,7 +6,9 @@ say happened must agree with what the verifier saw.
 * sessions (Redis): the cumulative duplicates and gaps every client wrote in its acks are 0;
 * the sink (the stream's meta hash, which outlives driver kills): every result appended once —
   ``records_committed`` = the last seq = the number of expected results — so whatever the killed
-  drivers sent again was refused as a replayed chunk or a suppressed duplicate, never appended.
+  drivers sent again was refused as a replayed chunk or a suppressed duplicate, never appended; and no
+  tail lost (``tail_losses``: a failover promoted a replica without the last batches; with the writer's
+  WAIT none should be). Publishes replayed after a failover (the same staged bytes again) are counted.
 """
 
 from __future__ import annotations
@@ -66,7 +68,10 @@ def cross_check(monitor: Monitor, meta: StreamMeta, expected: int, redis: redis_
         f"{driver_kills} driver kills {counters.get('chunks_replayed', 0)} chunks replayed and "
         f"{counters.get('duplicates_suppressed', 0)} duplicates suppressed (never appended), "
         f"{counters.get('batches_abandoned', 0)} staged batches abandoned, {counters.get('batches_committed', 0)} "
-        f"batches; the drivers' own last scrapes count {sink_scraped} appended")
+        f"batches, {counters.get('publishes_replayed', 0)} publishes replayed, {counters.get('tail_losses', 0)} "
+        f"tails lost; the drivers' own last scrapes count {sink_scraped} appended")
+    if counters.get("tail_losses", 0):
+        check.problems.append(f"{counters['tail_losses']} tails lost in a failover (detected; the log was rebuilt)")
     if not committed == meta.last_seq == expected:
         check.problems.append(f"sink appended {committed}, log ends at {meta.last_seq}, {expected} expected")
     if sink_scraped > committed:
