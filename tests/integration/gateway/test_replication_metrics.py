@@ -35,7 +35,7 @@ def test_the_gateway_exports_replication_and_counts_a_failover(tmp_path: Path, u
             assert gateway.metric("sparkwire_redis_primary_changes_total") == 0  # the first id seen is no change
 
             old = replicated.kill_primary()
-            replicated.wait_for_failover(old.port)
+            replicated.wait_for_failover(old)
             wait_until(lambda: gateway.metric("sparkwire_redis_primary_changes_total") == 1, "primary change",
                        gateway)
             # The other replica now streams from the promoted one; the killed primary is gone.
