@@ -104,10 +104,13 @@ class RedisKill:
     """SIGKILL with gateways and clients connected; restarted on the same port from its AOF."""
 
     def inject(self, fault: Fault, targets: Targets) -> None:
+        redis = targets.topology.redis
+        if isinstance(redis, ReplicatedRedis):
+            raise TypeError("redis-kill is the single topology's; the replicated one has redis-failover")
         with targets.locks["redis"]:
-            targets.topology.redis.kill()
+            redis.kill()
             time.sleep(fault.duration_s)
-            targets.topology.redis.start()
+            redis.start()
 
     def heal(self, fault: Fault, targets: Targets) -> None:
         pass
@@ -164,7 +167,7 @@ class KafkaLeader:
         with targets.locks["kafka"]:
             leader = kafka.leader_of(TOPIC, 0)
             if dict(fault.params).get("partition"):
-                _cut(targets.topology, kafka.links_of(leader.node_id), f"fault{fault.index}", fault.duration_s)
+                _cut(targets.topology, kafka.partition_links(leader.node_id), f"fault{fault.index}", fault.duration_s)
                 kafka.wait_in_sync(leader.node_id, FAILOVER_TIMEOUT_S)
             else:
                 leader.kill()
@@ -178,6 +181,8 @@ class KafkaLeader:
 class KafkaRestart:
     def inject(self, fault: Fault, targets: Targets) -> None:
         kafka = targets.topology.kafka
+        if isinstance(kafka, KafkaCluster):
+            raise TypeError("kafka-restart is the single topology's; the replicated one has kafka-leader")
         with targets.locks["kafka"]:
             if dict(fault.params).get("sigkill"):
                 kafka.kill()

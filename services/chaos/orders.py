@@ -22,7 +22,7 @@ from sparkwire.gateway.auth import issue_token
 from sparkwire.replaylog import ReplayLogReader
 from sparkwire.stack import ManagedProcess
 
-WINDOW_MS, SLIDE_MS, DELAY_MS = 4_000, 2_000, 2_000
+WINDOW_MS, SLIDE_MS = 4_000, 2_000
 RATE = 10.0  # orders per second: the point is faults on a second job, not its load
 CLIENTS = 4
 
@@ -41,7 +41,8 @@ class SupervisedOrders(SupervisedAggregator):
                 "ORDERS_STREAM": ORDERS, "ORDERS_REDIS_URL": redis_url,
                 "ORDERS_CHECKPOINT": str(topology.workdir / "checkpoint-orders"),
                 "ORDERS_WINDOW_MS": str(WINDOW_MS), "ORDERS_SLIDE_MS": str(SLIDE_MS),
-                "ORDERS_WATERMARK_DELAY_MS": str(DELAY_MS), "ORDERS_TRIGGER_MS": str(self.settings.trigger_ms)}
+                "ORDERS_WATERMARK_DELAY_MS": str(self.settings.delay_ms),
+                "ORDERS_TRIGGER_MS": str(self.settings.trigger_ms)}
 
 
 @dataclass

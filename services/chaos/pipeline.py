@@ -17,6 +17,13 @@ WINDOW_MS = 2_000
 # Far above the producer's disorder (300 ms): no event is late, whatever Spark's batch boundaries are
 # when a restart or a slow link lets a backlog build up (see sparkwire.verify.lateness).
 DELAY_MS = 2_000
+# With replicated Kafka, above the longest time one input partition stalls while the other runs on: a
+# leader lost (SIGKILL or cut off) stops its partition until a new leader is elected (4-8 s measured) and
+# the producer and Spark learn of it (metadata refreshed every 2 s / 5 s, a request timing out after 5 s).
+# The watermark, taken over all partitions, moves on meanwhile, and a stalled partition's events would be
+# dropped as late when they arrive — Spark's semantics, not a loss: a deployment's watermark delay must
+# likewise exceed its Kafka failover time (docs/reliability.md).
+REPLICATED_DELAY_MS = 20_000
 MAX_DISORDER_MS = 300
 PYTHON = [sys.executable, "-m", "sparkwire.cli"]
 
@@ -24,6 +31,7 @@ PYTHON = [sys.executable, "-m", "sparkwire.cli"]
 @dataclass
 class Settings:
     rate: float = 100.0
+    delay_ms: int = DELAY_MS
     trigger_ms: int = 500
     chunk_size: int = 3  # several chunks per batch: a kill between two of them is likely, not theoretical
 
@@ -45,7 +53,7 @@ class SupervisedAggregator:
             *PYTHON, "aggregate", "--bootstrap-servers", topology.kafka.spark_bootstrap, "--topic", TOPIC,
             "--dead-letter-topic", DEAD_LETTER_TOPIC, "--redis-url", topology.redis_access("spark-redis")[0],
             "--stream", STREAM, "--checkpoint", str(topology.workdir / "checkpoint"),
-            "--window-ms", str(WINDOW_MS), "--watermark-delay-ms", str(DELAY_MS),
+            "--window-ms", str(WINDOW_MS), "--watermark-delay-ms", str(self.settings.delay_ms),
             "--trigger-ms", str(self.settings.trigger_ms), "--chunk-size", str(self.settings.chunk_size),
             "--metrics-port", str(self.metrics_port), "--log-level", "WARNING",
         ]  # fmt: skip
@@ -95,7 +103,7 @@ def producer(topology: Topology, settings: Settings, seconds: float, seed: int) 
         *PYTHON, "produce", "--bootstrap-servers", topology.kafka.bootstrap, "--topic", TOPIC, "--realtime",
         "--duration", str(seconds), "--rate", str(settings.rate), "--seed", str(seed),
         "--max-disorder-ms", str(MAX_DISORDER_MS), "--duplicate-ratio", "0.02", "--malformed-ratio", "0.01",
-        "--heartbeat-ms", "500", "--idle-seconds", str(DELAY_MS / 1000 + 4),
+        "--heartbeat-ms", "500", "--idle-seconds", str(settings.delay_ms / 1000 + 4),
         "--events-file", str(events_path(topology.workdir)), "--log-level", "WARNING",
     ], topology.workdir)  # fmt: skip
 

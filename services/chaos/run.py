@@ -25,6 +25,7 @@ from sparkwire.chaos.monitor import Monitor
 from sparkwire.chaos.orders import OrdersSide, SupervisedOrders
 from sparkwire.chaos.pipeline import (
     DELAY_MS,
+    REPLICATED_DELAY_MS,
     WINDOW_MS,
     Settings,
     SupervisedAggregator,
@@ -132,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
     _say(f"work dir {workdir}")
     secret = secrets.token_urlsafe(48)
     topology = start_topology(workdir, secret, GATEWAY_ARGS, args.topology)
-    settings = Settings(rate=args.rate)
+    settings = Settings(rate=args.rate, delay_ms=REPLICATED_DELAY_MS if topology.replicated else DELAY_MS)
     aggregator = SupervisedAggregator(topology, settings)
     orders = OrdersSide(topology, SupervisedOrders(topology, settings))
     workers: list[ManagedProcess] = []
@@ -182,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
         from sparkwire.verify import expected_results
 
         raw = [json.loads(line)["value"] for line in events_path(workdir).read_text().splitlines()]
-        expected = expected_results(raw, WINDOW_MS, DELAY_MS)
+        expected = expected_results(raw, WINDOW_MS, settings.delay_ms)
         _say(f"producer done: {len(raw)} records, {len(expected)} windows expected; waiting for the log, the clients")
         _wait(lambda: monitor.head() >= len(expected), 240, f"the log to reach seq {len(expected)}")
         head = max(monitor.head(), 0)

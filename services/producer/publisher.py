@@ -41,6 +41,11 @@ def make_producer(bootstrap: str, extra: dict[str, Any] | None = None) -> Produc
         "acks": "all",
         "linger.ms": 5,
         "compression.type": "lz4",
+        # A partition leader cut off from the other brokers keeps taking requests and answers none in time;
+        # librdkafka retries it, without asking anyone else, until a request times out (30 s by default).
+        # With these, the producer moves to the new leader within seconds of its election instead.
+        "request.timeout.ms": 5000,
+        "topic.metadata.refresh.interval.ms": 2000,
     }
     config.update(extra or {})
     return Producer(config)

@@ -18,6 +18,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 KAFKA_POSITION = ("partition", "offset")
+# Consumer settings sparkwire sets unless ``KafkaSource.options`` does. A partition leader cut off from the
+# controllers keeps answering fetches (with nothing new) after another broker took over, so a consumer only
+# learns of the new leader from fresh metadata: by default every 5 minutes, during which that partition
+# stalls while the others advance the watermark, and its events then arrive late. 5 s bounds the stall
+# (measured in the chaos run's kafka-leader faults, docs/reliability.md).
+KAFKA_DEFAULTS = {"kafka.metadata.max.age.ms": "5000"}
 LATE_WATERMARK_COLUMN = "__sparkwire_late_watermark_ms"
 
 
@@ -52,7 +58,7 @@ class KafkaSource:
         )
         if self.max_offsets_per_trigger:
             reader = reader.option("maxOffsetsPerTrigger", str(self.max_offsets_per_trigger))
-        for name, value in self.options.items():
+        for name, value in {**KAFKA_DEFAULTS, **self.options}.items():
             reader = reader.option(name, value)
         return reader.load()
 
