@@ -23,6 +23,7 @@ from sparkwire.replaylog import ReplayLogReader
 from sparkwire.stack import ManagedProcess
 
 WINDOW_MS, SLIDE_MS = 4_000, 2_000
+RETAIN_BATCHES = 100_000
 RATE = 10.0  # orders per second: the point is faults on a second job, not its load
 CLIENTS = 4
 
@@ -37,7 +38,11 @@ class SupervisedOrders(SupervisedAggregator):
     def environment(self) -> dict[str, str]:
         topology = self.topology
         redis_url, redis_env = topology.redis_access("spark-redis")
-        return {**redis_env, "ORDERS_BOOTSTRAP_SERVERS": topology.kafka.spark_bootstrap, "ORDERS_TOPIC": ORDERS,
+        # The check recomputes every revision from the offsets of every batch the job ran (its checkpoint);
+        # Spark keeps only the last 100 batches' (spark.sql.streaming.minBatchesToRetain), fewer than a
+        # 10-minute run makes.
+        retain = f"--conf spark.sql.streaming.minBatchesToRetain={RETAIN_BATCHES} pyspark-shell"
+        return {**redis_env, "PYSPARK_SUBMIT_ARGS": retain, "ORDERS_BOOTSTRAP_SERVERS": topology.kafka.spark_bootstrap, "ORDERS_TOPIC": ORDERS,
                 "ORDERS_STREAM": ORDERS, "ORDERS_REDIS_URL": redis_url,
                 "ORDERS_CHECKPOINT": str(topology.workdir / "checkpoint-orders"),
                 "ORDERS_WINDOW_MS": str(WINDOW_MS), "ORDERS_SLIDE_MS": str(SLIDE_MS),
