@@ -39,6 +39,18 @@ def random_cluster_id() -> str:
     return cluster_id
 
 
+def create_topic(admin: AdminClient, name: str, partitions: int, replication_factor: int, timeout: float) -> None:
+    """Create ``name`` unless it exists (then nothing happens); the caller waits for its leaders."""
+    futures = admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=replication_factor)],
+                                  request_timeout=timeout)
+    try:
+        futures[name].result(timeout)
+    except KafkaException as exc:
+        error = exc.args[0] if exc.args else None
+        if not (isinstance(error, KafkaError) and error.code() == KafkaError.TOPIC_ALREADY_EXISTS):
+            raise
+
+
 class KafkaBroker:
     """Kafka 4 in KRaft mode on 127.0.0.1: PLAINTEXT on ``port``, CONTROLLER on ``controller_port``.
 
@@ -169,15 +181,7 @@ class KafkaBroker:
     def create_topic(self, name: str, partitions: int = 2, timeout: float = 30.0) -> None:
         """Create ``name`` (no-op if it exists) and wait until every partition has a leader."""
         admin = self.admin()
-        futures = admin.create_topics(
-            [NewTopic(name, num_partitions=partitions, replication_factor=1)], request_timeout=timeout
-        )
-        try:
-            futures[name].result(timeout)
-        except KafkaException as exc:
-            error = exc.args[0] if exc.args else None
-            if not (isinstance(error, KafkaError) and error.code() == KafkaError.TOPIC_ALREADY_EXISTS):
-                raise
+        create_topic(admin, name, partitions, 1, timeout)
         deadline = time.monotonic() + timeout
         while not self._topic_usable(admin, name):
             if time.monotonic() >= deadline:

@@ -23,11 +23,10 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
-from confluent_kafka.cimpl import NewTopic
 
-from .kafka_broker import KafkaBroker, random_cluster_id
+from .kafka_broker import KafkaBroker, create_topic, random_cluster_id
 from .ports import free_port
 from .process import ManagedProcess
 
@@ -242,14 +241,7 @@ class KafkaCluster:
         leader and all its replicas in the ISR."""
         admin = self._admin()
         rf = replication_factor if replication_factor is not None else self.size
-        futures = admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=rf)],
-                                      request_timeout=timeout)
-        try:
-            futures[name].result(timeout)
-        except KafkaException as exc:
-            error = exc.args[0] if exc.args else None
-            if not (isinstance(error, KafkaError) and error.code() == KafkaError.TOPIC_ALREADY_EXISTS):
-                raise
+        create_topic(admin, name, partitions, rf, timeout)
         self._wait(lambda: all(leader >= 0 and len(isr) == rf for leader, isr in
                                (self._partition_view(name, p) for p in range(partitions))),
                    timeout, f"topic {name!r} with a leader and {rf} in-sync replicas per partition")
