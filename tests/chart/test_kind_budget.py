@@ -52,5 +52,17 @@ def test_the_kind_release_with_a_job_and_a_gateway_roll_fits_the_node() -> None:
     print(f"{total}m of {NODE_CPU_M}m: {requested}")
 
 
+def test_the_kind_release_with_the_replicated_redis_fits_the_node() -> None:
+    """tests/e2e/kind/test_redis_failover.py switches the release to `redis.replication.enabled` (three Redis
+    pods with a Sentinel each; no user job then): with a gateway roll (the switch rolls them) and a producer."""
+    objects = render(KIND_VALUES, {"redis.replication.enabled": True})
+    requested = requested_m(objects)
+    assert requested[f"StatefulSet/{FULLNAME}-redis"] == 3 * (50 + 20), requested
+    gateway = requested[f"Deployment/{FULLNAME}-gateway"] // 3
+    total = NODE_OWN_PODS_M + sum(requested.values()) + gateway + KAFKA_CLIENT_JOB_M
+    assert total <= NODE_CPU_M, f"{total}m requested on a {NODE_CPU_M}m node: {requested}"
+    print(f"{total}m of {NODE_CPU_M}m: {requested}")
+
+
 def test_millicores_reads_both_notations() -> None:
     assert (millicores("100m"), millicores("1"), millicores(0.5), millicores(2)) == (100, 1000, 500, 2000)

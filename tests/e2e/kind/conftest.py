@@ -12,6 +12,7 @@ not pass by skipping all of it.
 
 Order (``pytest_collection_modifyitems`` below): test_kind_chaos.py first (on the release as `make kind-up`
 installed it), then test_own_query.py (adds a job to the release with helm, rolls it back after), then
+test_redis_failover.py (switches the release to the replicated Redis with helm, rolls it back after), then
 test_skaffold.py (skaffold redeploys the release), then test_helm_install.py, which
 uninstalls the release and deletes its volumes, so it goes last and leaves a release installed from
 release.env's images.
@@ -120,14 +121,15 @@ def progress(message: str) -> None:
 
 # --- test order -------------------------------------------------------------------------------------------
 
-_MODULE_ORDER = {"test_kind_chaos.py": 0, "test_own_query.py": 1, "test_skaffold.py": 2, "test_helm_install.py": 3}
+_MODULE_ORDER = {"test_kind_chaos.py": 0, "test_own_query.py": 1, "test_redis_failover.py": 2, "test_skaffold.py": 3,
+                 "test_helm_install.py": 4}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The modules of this folder in the order the module docstring explains, each module's tests in file
     order; tests elsewhere keep their places (this hook sees the whole session's items)."""
     slots = [i for i, item in enumerate(items) if item.path.parent == HERE]
-    ordered = sorted((items[i] for i in slots), key=lambda item: _MODULE_ORDER.get(item.path.name, 2))
+    ordered = sorted((items[i] for i in slots), key=lambda item: _MODULE_ORDER.get(item.path.name, 3))
     for slot, item in zip(slots, ordered, strict=True):
         items[slot] = item
 
