@@ -333,6 +333,7 @@ class PrimaryFaults:
         self.killed: str | None = None
         self.kill_reply = ""
         self.cordoned: str | None = None
+        self.restarts_before_kill = 0
         self.deleted_at = 0.0
 
     def __call__(self) -> None:
@@ -355,6 +356,7 @@ class PrimaryFaults:
             primary = agreed_primary(self.kube)
             if primary is None or primary == self.deleted:
                 return
+            self.restarts_before_kill = redis_restarts(self.kube, primary)
             done = kubectl("exec", primary, "-c", "redis", "--", "redis-cli", "-h", "127.0.0.1", "SHUTDOWN",
                            "NOSAVE", "NOW")
             self.killed, self.kill_reply = primary, (done.stdout + done.stderr).strip()
@@ -384,6 +386,11 @@ class PrimaryFaults:
             self.returned_as_replica = True
             of = replication(self.deleted).get("master_host")
             self.kube.note(f"{self.deleted} is back, as a replica of {of}")
+
+
+def redis_restarts(kube: Kube, pod: str) -> int:
+    statuses = kube.core.read_namespaced_pod(pod, NAMESPACE).status.container_statuses or []
+    return sum(s.restart_count for s in statuses if s.name == "redis")
 
 
 def aggregator_counters(names: tuple[str, ...]) -> dict[str, float] | str:
@@ -446,6 +453,8 @@ def test_redis_primary_lost_twice_under_load_with_replicas_and_sentinels(
         f"no failover after {faults.deleted} was deleted: the Sentinels name {sentinel_views(kube)}; {events}")
     assert faults.returned_as_replica, f"{faults.deleted} did not come back as a replica: {events}"
     assert faults.killed is not None, f"the second fault (the new primary's redis shut down) never came: {events}"
+    assert redis_restarts(kube, faults.killed) > faults.restarts_before_kill, (
+        f"{faults.killed}'s redis container did not restart after SHUTDOWN ({faults.kill_reply!r})")
     assert sorted(str(role(pod)) for pod in PODS) == ["master", "slave", "slave"], redis_logs(kube)
     assert gateway_pods(kube) == gateways, f"gateway pods replaced or restarted: {gateways} -> {gateway_pods(kube)}"
     meta = link.meta(replicated_redis.stream)
@@ -459,6 +468,9 @@ def test_redis_primary_lost_twice_under_load_with_replicas_and_sentinels(
               f"driver): {counters}")
     if isinstance(counters, dict):
         assert counters.get("sparkwire_aggregator_tail_losses_total", 0) == 0, counters
+    # After the shutdown the kubelet restarts the container at once, within the Sentinels' down-after: it
+    # comes back as the primary (start-redis.sh's quick restart, from its fsynced AOF) or, when it took
+    # longer, the Sentinels have failed over and it follows the new one. Both are right; said here.
     progress(f"replicated Redis: {faults.deleted} deleted -> {faults.promoted} promoted, {faults.deleted} back as "
-             f"a replica; {faults.killed}'s redis shut down; {sum(c.client.stats().reconnects for c in clients)} "
-             "client reconnects")
+             f"a replica; {faults.killed}'s redis shut down, the Sentinels now name {agreed_primary(kube)}; "
+             f"{sum(c.client.stats().reconnects for c in clients)} client reconnects")
