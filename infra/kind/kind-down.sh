@@ -20,8 +20,9 @@ if docker info >/dev/null 2>&1; then
   nodes="$(docker ps -aq --filter label=io.x-k8s.kind.cluster=sparkwire)"
   if [[ -n "$nodes" ]]; then
     echo "Deleting the node containers of kind cluster sparkwire (no kind binary in this checkout)"
+    # -v: a node's /var is an anonymous volume holding its images (5-10 GB); without -v it stays behind.
     # shellcheck disable=SC2086  # one container id per word
-    docker rm -f $nodes >/dev/null
+    docker rm -f -v $nodes >/dev/null
     exit 0
   fi
 fi

@@ -41,6 +41,7 @@ tag_by_id() {
 
 header "Docker engine"
 timed docker bash "$HERE/docker-engine.sh"
+timed disk bash "$HERE/reclaim-disk.sh"
 
 mode="${SPARKWIRE_KIND_IMAGES:-auto}"
 if [[ "$mode" == auto ]]; then
@@ -88,7 +89,22 @@ else
 fi
 kubectl config use-context "$CONTEXT" >/dev/null
 kubectl_() { kubectl --context "$CONTEXT" "$@"; }
-load() { [[ "$mode" == offline ]] && kind load docker-image --name "$CLUSTER" "$@" >/dev/null; return 0; }
+# load IMAGE... : each image into every node's containerd unless it holds that image ID already. Streamed
+# (docker save | ctr import), where `kind load docker-image` first writes an archive to $TMPDIR: 1 GB of
+# disk per image and node that the machine may not have.
+load() {
+  [[ "$mode" == offline ]] || return 0
+  local image id node
+  for image in "$@"; do
+    id="$(docker image inspect --format '{{.Id}}' "$image")"
+    for node in $(kind get nodes --name "$CLUSTER"); do
+      [[ "$(docker exec "$node" crictl inspecti -o go-template --template '{{.status.id}}' "$image" 2>/dev/null)" \
+        == "$id" ]] && continue
+      docker save "$image" | docker exec -i "$node" ctr --namespace=k8s.io images import --all-platforms \
+        --digests --snapshotter=overlayfs - >/dev/null
+    done
+  done
+}
 
 header "Traefik $TRAEFIK_VERSION (ingress controller, class traefik, on 127.0.0.1:18080)"
 load "$traefik_image"
@@ -114,12 +130,12 @@ for component in gateway aggregator; do
   id="$(docker image inspect --format '{{.Id}}' "sparkwire-$component:build")"
   tags[$component]="${id:7:12}"
   docker tag "sparkwire-$component:build" "sparkwire-$component:${tags[$component]}"
-  timed "load $component" kind load docker-image --name "$CLUSTER" "sparkwire-$component:${tags[$component]}" >/dev/null
+  timed "load $component" load "sparkwire-$component:${tags[$component]}"
 done
 
 if ((${#dependency_images[@]})); then
   header "Redis and Kafka images"
-  timed "load dependencies" kind load docker-image --name "$CLUSTER" "${dependency_images[@]}" >/dev/null
+  timed "load dependencies" load "${dependency_images[@]}"
 fi
 # The chart values of images that differ from its defaults here: for every helm install of the release
 # (below, the tests, skaffold's kind profile through release.env).

@@ -42,7 +42,7 @@ class SupervisedOrders(SupervisedAggregator):
         # Spark keeps only the last 100 batches' (spark.sql.streaming.minBatchesToRetain), fewer than a
         # 10-minute run makes.
         retain = f"--conf spark.sql.streaming.minBatchesToRetain={RETAIN_BATCHES} pyspark-shell"
-        return {**redis_env, "PYSPARK_SUBMIT_ARGS": retain,
+        return {**redis_env, **topology.spark_scratch(), "PYSPARK_SUBMIT_ARGS": retain,
                 "ORDERS_BOOTSTRAP_SERVERS": topology.kafka.spark_bootstrap, "ORDERS_TOPIC": ORDERS,
                 "ORDERS_STREAM": ORDERS, "ORDERS_REDIS_URL": redis_url,
                 "ORDERS_CHECKPOINT": str(topology.workdir / "checkpoint-orders"),

@@ -61,7 +61,7 @@ class SupervisedAggregator:
     name = "aggregator"
 
     def environment(self) -> dict[str, str] | None:
-        return self.topology.redis_access("spark-redis")[1] or None
+        return {**self.topology.redis_access("spark-redis")[1], **self.topology.spark_scratch()}
 
     def start(self) -> None:
         self.process = ManagedProcess(self.name, self.command(), self.topology.workdir, env=self.environment())

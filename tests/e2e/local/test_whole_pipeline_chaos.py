@@ -9,7 +9,9 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
@@ -22,6 +24,7 @@ SEED = 7
 
 def test_a_short_chaos_run_delivers_every_result_and_every_own_query_revision_exactly_once() -> None:
     started = time.monotonic()
+    scratch_before = set(Path(tempfile.gettempdir()).glob("spark-*"))
     run = subprocess.run(
         [sys.executable, "-m", "sparkwire.cli", "chaos", "--minutes", str(MINUTES), "--seed", str(SEED),
          "--clients", str(CLIENTS), "--client-processes", "2"],
@@ -30,6 +33,9 @@ def test_a_short_chaos_run_delivers_every_result_and_every_own_query_revision_ex
     output = run.stdout + run.stderr
     last = run.stdout.strip().splitlines()[-1] if run.stdout.strip() else ""
     assert run.returncode == 0 and last.startswith("OK exactly once: "), output[-6000:]
+    # The SIGKILLed drivers' scratch directories went with the run's directory, not into /tmp for good.
+    left = set(Path(tempfile.gettempdir()).glob("spark-*")) - scratch_before
+    assert not left, f"Spark scratch directories left in {tempfile.gettempdir()}: {sorted(map(str, left))}"
     # Every category of fault hit this run, and every client (the page too) was counted.
     match = re.fullmatch(r"OK exactly once: (\d+) clients x ([\d,]+) results, (\d+) faults \((.*)\), "
                          r"0 duplicates, 0 gaps, 0 lost, 0 contradictions", last)
