@@ -92,6 +92,10 @@ outputs="coredns"
 build coredns /dev/null go_install "github.com/coredns/coredns@$COREDNS_VERSION"
 outputs="local-path-provisioner"
 build local-path-provisioner /dev/null go_install "github.com/rancher/local-path-provisioner@$LOCAL_PATH_PROVISIONER_VERSION"
+outputs="kube-router"
+build kube-router /dev/null env GOBIN="$BIN" go install -trimpath \
+  -ldflags "-s -w -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=$KUBE_ROUTER_VERSION" \
+  "github.com/cloudnativelabs/kube-router/v2/cmd/kube-router@$KUBE_ROUTER_VERSION"
 outputs="kind"
 build kind /dev/null go_install "sigs.k8s.io/kind@$KIND_VERSION"
 outputs="spark-operator"

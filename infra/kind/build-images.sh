@@ -65,6 +65,8 @@ component "registry.k8s.io/kube-proxy:$KUBERNETES_VERSION" kube-proxy "iptables 
 component "registry.k8s.io/etcd:$ETCD_IMAGE_TAG" etcd "" "$BIN/etcdctl"
 component "registry.k8s.io/coredns/coredns:$COREDNS_VERSION" coredns
 component "$LOCAL_PATH_PROVISIONER_IMAGE" local-path-provisioner
+# The CNI (node/kube-router.yaml): iptables, ipset, ip and conntrack are what it runs.
+component "$KUBE_ROUTER_IMAGE" kube-router "iptables ipset iproute2 conntrack kmod"
 image "registry.k8s.io/pause:$PAUSE_VERSION" "$HERE/images/pause.Dockerfile" "$(context_of pause "$BIN/pause")"
 # kind's containerd config names pause:3.10 as the sandbox image; kubeadm v1.34 pre-pulls 3.10.1.
 docker tag "registry.k8s.io/pause:$PAUSE_VERSION" registry.k8s.io/pause:3.10

@@ -13,11 +13,15 @@ PRELOADED=(
   "registry.k8s.io/kube-scheduler:$KUBERNETES_VERSION" "registry.k8s.io/kube-proxy:$KUBERNETES_VERSION"
   "registry.k8s.io/etcd:$ETCD_IMAGE_TAG" "registry.k8s.io/coredns/coredns:$COREDNS_VERSION"
   "registry.k8s.io/pause:$PAUSE_VERSION" registry.k8s.io/pause:3.10
-  "$LOCAL_PATH_PROVISIONER_IMAGE" "$DEBIAN_IMAGE"
+  "$LOCAL_PATH_PROVISIONER_IMAGE" "$DEBIAN_IMAGE" "$KUBE_ROUTER_IMAGE"
 )
 
 # kind's own local-path-provisioner manifest (sigs.k8s.io/kind, pkg/build/nodeimage/const_storage.go), with
-# our images: the provisioner built here, and the Debian base as its helper pod (it needs only sh, mkdir, rm).
+# our images (the provisioner built here, and the Debian base as its helper pod: it needs only sh, mkdir, rm),
+# and one change: volumes live on a file system every node mounts (sharedFileSystemPath; kind-up mounts one
+# host directory into each node there), so a PersistentVolume has no node affinity and its pod can start on
+# another node when its node is lost, as with the network-attached disks of a cloud cluster. Node-local
+# volumes would pin the Spark checkpoint, Redis and Kafka to one node.
 storage_manifest() {
   local kind_dir
   kind_dir="$(go_module_dir "sigs.k8s.io/kind@$KIND_VERSION")"
@@ -28,13 +32,16 @@ text = open(source).read()
 text = text.replace("` + storageProvisionerImage + `", provisioner).replace("` + storageHelperImage + `", helper)
 manifest = re.search(r"const defaultStorageManifest = `(.*?)`\n", text, re.S).group(1)
 assert "+ storage" not in manifest and provisioner in manifest, "kind's storage manifest changed shape"
+node_paths = re.search(r'\{\s*"nodePathMap":\[.*?\]\s*\}\s*\]\s*\}', manifest, re.S)
+assert node_paths and "/var/local-path-provisioner" in node_paths.group(0), "kind's storage config changed shape"
+manifest = manifest.replace(node_paths.group(0), '{"sharedFileSystemPath": "/var/local-path-provisioner"}')
 print(manifest)
 PY
 }
 
 inputs="$(
   for img in "${PRELOADED[@]}" "$KIND_BASE_IMAGE"; do docker image inspect --format '{{.Id}}' "$img"; done
-  sha256sum "$BIN"/{kubeadm,kubelet,kubectl} "$HERE/node/ptp-cni.yaml" "$HERE/versions.sh" "${BASH_SOURCE[0]}"
+  sha256sum "$BIN"/{kubeadm,kubelet,kubectl} "$HERE/node/kube-router.yaml" "$HERE/versions.sh" "${BASH_SOURCE[0]}"
 )"
 fp="$(sha256sum <<<"$inputs" | cut -d' ' -f1)"
 if image_fresh "$NODE_IMAGE" "$fp"; then
@@ -47,7 +54,8 @@ docker run -d --name "$builder" --entrypoint sleep --security-opt seccomp=unconf
 trap 'docker rm -f -v "$builder" >/dev/null 2>&1' EXIT
 for binary in kubeadm kubelet kubectl; do docker cp "$BIN/$binary" "$builder:/usr/bin/$binary"; done
 docker exec "$builder" sh -c "printf '%s' '$KUBERNETES_VERSION' > /kind/version && mkdir -p /kind/manifests"
-docker cp "$HERE/node/ptp-cni.yaml" "$builder:/kind/manifests/default-cni.yaml"
+sed "s|KUBE_ROUTER_IMAGE|$KUBE_ROUTER_IMAGE|" "$HERE/node/kube-router.yaml" \
+  | docker exec -i "$builder" sh -c 'cat > /kind/manifests/default-cni.yaml'
 storage_manifest | docker exec -i "$builder" sh -c 'cat > /kind/manifests/default-storage.yaml'
 docker exec "$builder" bash -c 'containerd >/tmp/containerd.log 2>&1 & for _ in $(seq 1 30); do ctr version >/dev/null 2>&1 && exit 0; sleep 1; done; cat /tmp/containerd.log; exit 1'
 for img in "${PRELOADED[@]}"; do

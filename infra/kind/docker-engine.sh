@@ -79,3 +79,11 @@ if [[ -n "$caps" && "$(id -u)" == 0 ]]; then
 fi
 engine_answers || start_dockerd
 echo "Docker engine $(docker version --format '{{.Server.Version}}'), runtime $(docker info --format '{{.DefaultRuntime}}')"
+
+# Three kind nodes each run a kubelet, containerd and kube-proxy that watch files: kind's known issues ask for
+# 512 inotify instances and 524288 watches ("too many open files" otherwise); Debian's defaults are 128 and
+# ~190k. Raised only when lower, and only as root.
+if [[ "$(id -u)" == 0 ]]; then
+  (($(sysctl -n fs.inotify.max_user_instances) >= 512)) || sysctl -qw fs.inotify.max_user_instances=512
+  (($(sysctl -n fs.inotify.max_user_watches) >= 524288)) || sysctl -qw fs.inotify.max_user_watches=524288
+fi

@@ -10,6 +10,8 @@ export PATH="${SPARKWIRE_CACHE:-$ROOT/.cache}/kind/bin:$PATH"
 if command -v dockerd >/dev/null && ! docker info >/dev/null 2>&1; then
   bash "$ROOT/infra/kind/docker-engine.sh"
 fi
+# The cluster's volumes (a host directory its nodes mount, kind-up.sh) go with it.
+rm -rf "${SPARKWIRE_CACHE:-$ROOT/.cache}/kind/volumes"
 if command -v kind >/dev/null; then
   kind delete cluster --name sparkwire
   exit 0

@@ -7,7 +7,8 @@
 #      sandboxes, air-gapped runners), everything built here from package registries: a Debian base
 #      (debian-base.sh), Kubernetes, etcd, CoreDNS, kind, Traefik, the Spark operator, skaffold compiled from
 #      the Go module proxy (build-binaries.sh), the images and the kind node image (build-images.sh);
-#   3. the cluster `sparkwire` (cluster/kind-offline.yaml: one node; cluster/kind-published.yaml: three);
+#   3. the cluster `sparkwire`: a control plane and two workers (cluster/kind-offline.yaml with kube-router
+#      and volumes on a directory every node mounts; cluster/kind-published.yaml with kind's kindnet);
 #   4. Traefik (cluster/traefik.yaml), the Spark operator (spark-operator/install.sh), both sparkwire images
 #      built and loaded, and the chart (charts/sparkwire with ci/kind-values.yaml + tests/e2e/kind/e2e-values.yaml);
 #   5. .cache/kind/release.env: the images, binaries and build arguments in use (tests and skaffold read it).
@@ -82,13 +83,19 @@ else
 fi
 
 header "cluster $CLUSTER"
+# The volumes of the offline cluster: one host directory mounted into every node (cluster/kind-offline.yaml).
+shared_storage="$CACHE/kind/volumes"
 if kind get clusters 2>/dev/null | grep -qx "$CLUSTER"; then
   echo "exists"
 else
-  timed cluster kind create cluster --config "$config" ${node_image:+--image "$node_image"} --wait 180s
+  rm -rf "$shared_storage" && mkdir -p "$shared_storage"  # a deleted cluster's volumes
+  sed "s|SHARED_STORAGE_DIR|$shared_storage|" "$config" > "$CACHE/kind/cluster.yaml"
+  timed cluster kind create cluster --config "$CACHE/kind/cluster.yaml" ${node_image:+--image "$node_image"} --wait 300s
 fi
 kubectl config use-context "$CONTEXT" >/dev/null
 kubectl_() { kubectl --context "$CONTEXT" "$@"; }
+# Workloads on the control plane too: three nodes for the chart's three Redis and Kafka pods.
+kubectl_ taint nodes "$CLUSTER-control-plane" node-role.kubernetes.io/control-plane:NoSchedule- >/dev/null 2>&1 || true
 # load IMAGE... : each image into every node's containerd unless it holds that image ID already. Streamed
 # (docker save | ctr import), where `kind load docker-image` first writes an archive to $TMPDIR: 1 GB of
 # disk per image and node that the machine may not have.

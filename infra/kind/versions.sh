@@ -9,6 +9,7 @@ LOCAL_PATH_PROVISIONER_VERSION=v0.0.30
 KIND_VERSION=v0.30.0
 SPARK_OPERATOR_VERSION=v2.5.0    # = the chart spark-operator/install.sh installs
 TRAEFIK_VERSION=v3.5.0
+KUBE_ROUTER_VERSION=v2.1.0     # the CNI (pod routes + NetworkPolicies); the only kube-router the Go proxy serves
 
 PREFIX=sparkwire-offline
 PYTHON_IMAGE="$PREFIX/python:3.11"
@@ -17,6 +18,7 @@ MAVEN_IMAGE="$PREFIX/maven:3.9"
 DEBIAN_IMAGE="$PREFIX/debian:bookworm"
 SPARK_OPERATOR_IMAGE="$PREFIX/spark-operator:$SPARK_OPERATOR_VERSION"
 TRAEFIK_IMAGE="$PREFIX/traefik:$TRAEFIK_VERSION"
+KUBE_ROUTER_IMAGE="$PREFIX/kube-router:$KUBE_ROUTER_VERSION"
 REDIS_IMAGE_REPOSITORY="$PREFIX/redis"          # Debian bookworm's Redis 7.0 (the chart's default: redis:7.4.6)
 REDIS_IMAGE_TAG=7.0.15  # Debian bookworm's; not "7.0", which helm --set would read as the number 7
 KAFKA_IMAGE_REPOSITORY="$PREFIX/kafka"          # Kafka 4.1.1 jars from Maven (the chart's: apache/kafka:4.1.1)

@@ -75,12 +75,11 @@ def test_node_image_is_the_one_kind_was_released_with() -> None:
     assert all("image" not in node for node in load_yaml(OFFLINE_CONFIG)["nodes"]), "kind-up passes --image"
 
 
-@pytest.mark.parametrize(("path", "roles"), [(OFFLINE_CONFIG, ["control-plane"]),
-                                             (PUBLISHED_CONFIG, ["control-plane", "worker", "worker"])],
-                         ids=["offline", "published"])
-def test_cluster_shape_for_the_tests(path: Path, roles: list[str]) -> None:
+@pytest.mark.parametrize("path", [OFFLINE_CONFIG, PUBLISHED_CONFIG], ids=["offline", "published"])
+def test_cluster_shape_for_the_tests(path: Path) -> None:
+    """Three nodes (the node-loss and drain tests stop and drain a worker), the ingress on the control plane."""
     config = load_yaml(path)
-    assert [node["role"] for node in config["nodes"]] == roles
+    assert [node["role"] for node in config["nodes"]] == ["control-plane", "worker", "worker"]
     [control] = [n for n in config["nodes"] if n["role"] == "control-plane"]
     assert control["labels"] == {"ingress-ready": "true"}, "cluster/traefik.yaml selects this label"
     ports = {m["containerPort"]: (m["listenAddress"], m["hostPort"]) for m in control["extraPortMappings"]}
@@ -90,6 +89,17 @@ def test_cluster_shape_for_the_tests(path: Path, roles: list[str]) -> None:
     assert config["name"] == "sparkwire" and 'CONTEXT = os.environ.get("SPARKWIRE_KIND_CONTEXT", "kind-sparkwire")' \
         in conftest
     assert "kind-sparkwire" in (REPO / "skaffold.yaml").read_text()
+
+
+def test_offline_volumes_are_on_a_directory_every_node_mounts() -> None:
+    """A volume must outlive its node (test_node_loss.py): every node mounts the one host directory
+    kind-up substitutes for SHARED_STORAGE_DIR where the node image's local-path-provisioner keeps volumes."""
+    config = load_yaml(OFFLINE_CONFIG)
+    for node in config["nodes"]:
+        assert {"hostPath": "SHARED_STORAGE_DIR", "containerPath": "/var/local-path-provisioner"} \
+            in node["extraMounts"], node
+    assert "s|SHARED_STORAGE_DIR|$shared_storage|" in (INFRA / "kind-up.sh").read_text()
+    assert '"sharedFileSystemPath": "/var/local-path-provisioner"' in (INFRA / "build-node-image.sh").read_text()
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)

@@ -11,11 +11,13 @@ SPARKWIRE_KIND=1 and without a cluster, every test is skipped with the reason; w
 not pass by skipping all of it.
 
 Order (``pytest_collection_modifyitems`` below): test_kind_chaos.py first (on the release as `make kind-up`
-installed it), then test_own_query.py (adds a job to the release with helm, rolls it back after), then
-test_redis_failover.py (switches the release to the replicated Redis with helm, rolls it back after), then
-test_skaffold.py (skaffold redeploys the release), then test_helm_install.py, which
-uninstalls the release and deletes its volumes, so it goes last and leaves a release installed from
-release.env's images.
+installed it), then test_network_policy.py (probe pods, the release untouched), then test_own_query.py
+(adds a job to the release with helm, rolls it back after), then test_redis_failover.py and
+test_node_loss.py (each switches the release to the replicated Redis with helm and rolls it back after; the
+second stops a worker's container and starts it again), then test_drain.py (drains a worker, uncordons it
+after), then test_skaffold.py (skaffold redeploys the release), then test_helm_install.py, which uninstalls
+the release and deletes its volumes, so it goes last and leaves a release installed from release.env's
+images.
 
 Environment: SPARKWIRE_KIND_CONTEXT (kind-sparkwire), SPARKWIRE_NAMESPACE (sparkwire), SPARKWIRE_RELEASE
 (sparkwire), SPARKWIRE_KIND_HTTP (http://127.0.0.1:18080: the ingress), SPARKWIRE_KIND_CLIENTS (50),
@@ -121,15 +123,16 @@ def progress(message: str) -> None:
 
 # --- test order -------------------------------------------------------------------------------------------
 
-_MODULE_ORDER = {"test_kind_chaos.py": 0, "test_own_query.py": 1, "test_redis_failover.py": 2, "test_skaffold.py": 3,
-                 "test_helm_install.py": 4}
+_MODULE_ORDER = {name: rank for rank, name in enumerate([
+    "test_kind_chaos.py", "test_network_policy.py", "test_own_query.py", "test_redis_failover.py",
+    "test_node_loss.py", "test_drain.py", "test_skaffold.py", "test_helm_install.py"])}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The modules of this folder in the order the module docstring explains, each module's tests in file
     order; tests elsewhere keep their places (this hook sees the whole session's items)."""
     slots = [i for i, item in enumerate(items) if item.path.parent == HERE]
-    ordered = sorted((items[i] for i in slots), key=lambda item: _MODULE_ORDER.get(item.path.name, 3))
+    ordered = sorted((items[i] for i in slots), key=lambda item: _MODULE_ORDER.get(item.path.name, 6))
     for slot, item in zip(slots, ordered, strict=True):
         items[slot] = item
 
@@ -662,9 +665,11 @@ def new_production(release: Release, seconds: float, log: list[Entry], rate: flo
                       count=int(seconds * rate), rate=rate)
 
 
-def start_kafka_client_job(kube: Kube, release: Release, name: str, command: list[str]) -> None:
-    """``command`` as a Job in the gateway image (which has the whole sparkwire package), labelled so that the
-    NetworkPolicies let it reach Kafka; run once (a retried producer would send its records twice)."""
+def start_kafka_client_job(kube: Kube, release: Release, name: str, command: list[str],
+                           kafka_client: bool = True) -> None:
+    """``command`` as a Job in the gateway image (which has the whole sparkwire package), labelled (unless
+    ``kafka_client`` is false) so that the NetworkPolicies let it reach Kafka; run once (a retried producer
+    would send its records twice)."""
     restricted = {"runAsNonRoot": True, "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
                   "seccompProfile": {"type": "RuntimeDefault"}}
     job = {
@@ -674,7 +679,8 @@ def start_kafka_client_job(kube: Kube, release: Release, name: str, command: lis
             "backoffLimit": 0,
             "ttlSecondsAfterFinished": 600,
             "template": {
-                "metadata": {"labels": {**KAFKA_CLIENT_LABEL, "app.kubernetes.io/part-of": "sparkwire-e2e"}},
+                "metadata": {"labels": {**(KAFKA_CLIENT_LABEL if kafka_client else {}),
+                                        "app.kubernetes.io/part-of": "sparkwire-e2e"}},
                 "spec": {
                     "restartPolicy": "Never",
                     # Pod level: only PodSecurityContext fields (the API rejects container-only ones here).

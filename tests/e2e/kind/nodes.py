@@ -1,0 +1,101 @@
+"""The kind cluster's nodes, for the tests that lose or drain one (test_node_loss.py, test_drain.py): which
+node runs what, arranging that one worker runs a given pod, stopping and starting a node's container, and
+the node conditions and taints Kubernetes uses for a lost node."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Callable
+
+from kubernetes import client as k8s
+
+from .conftest import CONTEXT, NAMESPACE, Kube, progress
+
+CONTROL_PLANE = CONTEXT.removeprefix("kind-") + "-control-plane"  # kind names its nodes <cluster>-<role>[N]
+# Kubernetes' taint for a node that is shut down and will not come back soon (non-graceful node shutdown,
+# GA in 1.28): its pods are deleted at once and can start elsewhere, volumes detached.
+OUT_OF_SERVICE = k8s.V1Taint(key="node.kubernetes.io/out-of-service", value="nodeshutdown", effect="NoExecute")
+
+
+def node_of(kube: Kube, pod: str) -> str:
+    node: str = kube.core.read_namespaced_pod(pod, NAMESPACE).spec.node_name
+    return node
+
+
+def placement(kube: Kube, selector: str) -> dict[str, str]:
+    """Pod -> node of the live (not terminating) pods of ``selector``."""
+    return {p.metadata.name: p.spec.node_name for p in kube.pods(selector)
+            if p.metadata.deletion_timestamp is None and p.spec.node_name}
+
+
+def workers(kube: Kube) -> list[str]:
+    return sorted(n.metadata.name for n in kube.core.list_node().items if n.metadata.name != CONTROL_PLANE)
+
+
+def cordon(kube: Kube, node: str, unschedulable: bool) -> None:
+    kube.core.patch_node(node, {"spec": {"unschedulable": unschedulable}})
+
+
+def move_one_onto(kube: Kube, selector: str, node: str, delete: Callable[[str], None],
+                  ready: Callable[[], bool], timeout: float = 420) -> None:
+    """Unless a pod of ``selector`` runs on ``node``: every other node cordoned, one such pod deleted (by
+    ``delete``: its owner makes a new one, which can only go to ``node``), ``ready()`` awaited, the others
+    uncordoned."""
+    if node in placement(kube, selector).values():
+        return
+    others = [n.metadata.name for n in kube.core.list_node().items if n.metadata.name != node]
+    for other in others:
+        cordon(kube, other, True)
+    try:
+        victim = sorted(placement(kube, selector))[0]
+        kube.note(f"moving {selector.split(',')[-1]} onto {node}: deleting {victim}, the other nodes cordoned")
+        delete(victim)
+        deadline = time.monotonic() + timeout
+        while not (node in placement(kube, selector).values() and ready()):
+            assert time.monotonic() < deadline, f"no pod of {selector} on {node} within {timeout}s"
+            time.sleep(3)
+    finally:
+        for other in others:
+            cordon(kube, other, False)
+
+
+def docker(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def ready_condition(kube: Kube, node: str) -> str:
+    """The node's Ready condition: "True", "False" or "Unknown" (the node controller's word for a node whose
+    kubelet stopped reporting)."""
+    conditions = kube.core.read_node(node).status.conditions or []
+    return next((c.status for c in conditions if c.type == "Ready"), "Unknown")
+
+
+def wait_condition(kube: Kube, node: str, wanted: set[str], timeout: float) -> float:
+    """Seconds until the node's Ready condition is one of ``wanted``."""
+    start = time.monotonic()
+    while (status := ready_condition(kube, node)) not in wanted:
+        assert time.monotonic() - start < timeout, f"node {node} still Ready={status} after {timeout}s"
+        time.sleep(2)
+    return time.monotonic() - start
+
+
+def set_taint(kube: Kube, node: str, taint: k8s.V1Taint, present: bool) -> None:
+    taints = [t for t in kube.core.read_node(node).spec.taints or [] if t.key != taint.key]
+    if present:
+        taints.append(taint)
+    body = [{"key": t.key, "value": t.value, "effect": t.effect} for t in taints]
+    kube.core.patch_node(node, {"spec": {"taints": body}})
+    kube.note(f"taint {taint.key} {'added to' if present else 'removed from'} {node}")
+
+
+def start_node(kube: Kube, node: str, timeout: float = 300) -> None:
+    """The node's container started again (kind nodes survive a restart), Ready, the out-of-service taint
+    removed: the cluster as the next test expects it."""
+    if docker("inspect", "-f", "{{.State.Running}}", node).stdout.strip() != "true":
+        started = docker("start", node)
+        assert started.returncode == 0, started.stderr
+        kube.note(f"docker start {node}")
+    seconds = wait_condition(kube, node, {"True"}, timeout)
+    set_taint(kube, node, OUT_OF_SERVICE, False)
+    progress(f"node {node} Ready again after {seconds:.0f} s")

@@ -1,0 +1,147 @@
+"""A worker drained under load: `kubectl drain` (cordon, then an eviction of every pod but the DaemonSets'
+through the Eviction API, which honours PodDisruptionBudgets) of the worker that runs the Spark driver, a
+gateway and the Redis pod, while a producer writes events and 50 clients read through the ingress.
+
+What is checked:
+- the drain finishes (exit 0) and leaves no pod of the release on the node;
+- the gateways' PodDisruptionBudget (maxUnavailable 1 of 3) held: sampled every second while the drain ran,
+  never fewer than 2 gateways Ready;
+- every evicted pod of the release was replaced on another node: the driver by the Spark operator, the
+  gateway by its Deployment, the Redis pod by its StatefulSet on the same volume (volumes live on a directory
+  every node mounts: infra/kind/README.md), Kafka too when it was there;
+- every client got every result exactly once and the log equals what the produced records give, with one
+  epoch (the Redis pod moved with its AOF: no log lost).
+
+The node is uncordoned afterwards, whatever happened.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+
+import pytest
+
+from ..local.conftest import FaultLoop
+from .conftest import (
+    CONTEXT,
+    DRIVER_SELECTOR,
+    GATEWAY_SELECTOR,
+    REDIS_POD,
+    REDIS_SELECTOR,
+    RELEASE_SELECTOR,
+    Kube,
+    RedisLink,
+    Release,
+    check,
+    kubectl_binary,
+    progress,
+    scenario,
+)
+from .nodes import CONTROL_PLANE, cordon, move_one_onto, node_of, placement
+
+pytestmark = pytest.mark.slow
+
+GATEWAY_MAX_UNAVAILABLE = 1  # the chart's gateway.podDisruptionBudget.maxUnavailable
+
+
+class Drain:
+    """Ticks of a FaultLoop (every second): at the 3rd, `kubectl drain` starts in a thread; every tick
+    counts the Ready gateways while it runs."""
+
+    def __init__(self, kube: Kube, node: str) -> None:
+        self.kube = kube
+        self.node = node
+        self.tick = 0
+        self.ready_gateways: list[int] = []
+        self.result: subprocess.CompletedProcess[str] | None = None
+        self.seconds = 0.0
+        self._thread = threading.Thread(target=self._drain, daemon=True)
+
+    def _drain(self) -> None:
+        start = time.monotonic()
+        command = [kubectl_binary() or "kubectl", "--context", CONTEXT, "drain", self.node, "--ignore-daemonsets",
+                   "--delete-emptydir-data", "--timeout=300s"]
+        self.kube.note(" ".join(command[3:]))
+        self.result = subprocess.run(command, capture_output=True, text=True, timeout=360, check=False)
+        self.seconds = time.monotonic() - start
+        self.kube.note(f"drain of {self.node} ended ({self.result.returncode}) after {self.seconds:.0f} s")
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    def __call__(self) -> None:
+        self.tick += 1
+        if self.tick == 3:
+            self._thread.start()
+        elif self.running:
+            self.ready_gateways.append(len(self.kube.ready_pods(GATEWAY_SELECTOR)))
+
+    def wait(self, timeout: float = 400) -> subprocess.CompletedProcess[str]:
+        self._thread.join(timeout)
+        assert self.result is not None, f"kubectl drain {self.node} still running after {timeout}s"
+        return self.result
+
+
+def arrange(kube: Kube, release: Release) -> str:
+    """The worker to drain: the one that runs the Redis pod, made to run the driver and a gateway too."""
+    victim = node_of(kube, REDIS_POD)
+    if victim == CONTROL_PLANE:  # the API server and the ingress live there: drain a worker
+        victim = next(n.metadata.name for n in kube.core.list_node().items if n.metadata.name != CONTROL_PLANE)
+        move_one_onto(kube, REDIS_SELECTOR, victim, kube.delete_pod,
+                      lambda: len(kube.ready_pods(REDIS_SELECTOR)) >= 1)
+    driver = kube.driver()
+    assert driver is not None, DRIVER_SELECTOR
+    old = driver.metadata.uid
+
+    def new_driver_running() -> bool:
+        running = kube.driver()
+        return running is not None and running.metadata.uid != old
+
+    move_one_onto(kube, DRIVER_SELECTOR, victim, lambda name: kube.delete_pod(name, grace_seconds=0),
+                  new_driver_running)
+    move_one_onto(kube, GATEWAY_SELECTOR, victim, kube.delete_pod,
+                  lambda: len(kube.ready_pods(GATEWAY_SELECTOR)) >= release.gateway_replicas)
+    return victim
+
+
+@pytest.mark.timeout(1800)
+def test_a_worker_drained_under_load(kube: Kube, release: Release, redis_link: RedisLink) -> None:
+    kube.wait_ready(GATEWAY_SELECTOR, release.gateway_replicas)
+    victim = arrange(kube, release)
+    on_victim = {pod for pod, node in placement(kube, RELEASE_SELECTOR).items() if node == victim}
+    kube.note(f"to drain: {victim}, running {sorted(on_victim)}")
+    driver = kube.driver()
+    assert driver is not None and driver.spec.node_name == victim, (victim, kube.events)
+    epoch = redis_link.meta(release.stream).epoch
+    drain = Drain(kube, victim)
+
+    def drained() -> None:
+        result = drain.wait()
+        assert result.returncode == 0, f"kubectl drain failed:\n{result.stdout}\n{result.stderr}"
+        kube.wait_for_driver(not_uid=driver.metadata.uid, timeout=420)
+        kube.wait_ready(GATEWAY_SELECTOR, release.gateway_replicas)
+        kube.wait_ready(REDIS_SELECTOR, 1, timeout=300)
+
+    try:
+        clients, production = scenario(kube, redis_link, release, FaultLoop(drain, every=1.0), after=drained,
+                                       seconds=60, results_timeout=480)
+        check(clients, production, redis_link, release, kube)
+        assert drain.result is not None and "drained" in drain.result.stdout, drain.result
+        assert drain.ready_gateways, "the drain ended before the first sample"
+        assert min(drain.ready_gateways) >= release.gateway_replicas - GATEWAY_MAX_UNAVAILABLE, (
+            f"the gateways' PodDisruptionBudget was not respected: Ready counts {drain.ready_gateways}")
+        left = {pod for pod, node in placement(kube, RELEASE_SELECTOR).items() if node == victim}
+        assert not left, f"pods of the release still on the drained {victim}: {left}"
+        new_driver = kube.driver()
+        assert new_driver is not None and new_driver.spec.node_name != victim, kube.events
+        assert node_of(kube, REDIS_POD) != victim, kube.events
+        assert redis_link.meta(release.stream).epoch == epoch, "the Redis pod that moved lost its log"
+        blocked = drain.result.stderr.count("disruption budget")
+        progress(f"{victim} drained in {drain.seconds:.0f} s under load; Ready gateways never below "
+                 f"{min(drain.ready_gateways)}; evictions held back by a PodDisruptionBudget: {blocked}")
+    finally:
+        cordon(kube, victim, False)
+        kube.note(f"uncordoned {victim}")

@@ -1,0 +1,56 @@
+"""The chart's NetworkPolicies are enforced by the cluster's CNI (kube-router on the offline cluster, kindnet
+on the published one), not only accepted by the API server: two probe pods in the release's namespace try a
+TCP connection to Kafka, Redis and the gateway Service; one carries the chart's Kafka-client label
+(`networkPolicy.kafkaClientLabel`), the other none.
+
+Expected, from the policies (charts/sparkwire/templates/*/networkpolicy.yaml): the labelled pod reaches
+Kafka; the unlabelled one reaches neither Kafka nor Redis (Redis takes only the gateways and the Spark
+pods), yet reaches the gateway (any source may, `networkPolicy.gatewayFrom` being empty) — so its refusals
+are the policies', not a broken network. A cluster whose CNI ignores policies fails the second probe.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+from .conftest import FULLNAME, Kube, Release, job_logs, start_kafka_client_job, wait_job
+
+pytestmark = pytest.mark.slow
+
+# A connection attempt per target, from inside the probe pod: "open", or why not (a dropped SYN times out).
+PROBE = """
+import json, socket, sys
+result = {}
+for target in sys.argv[1:]:
+    host, port = target.rsplit(":", 1)
+    try:
+        socket.create_connection((host, int(port)), timeout=4).close()
+        result[target] = "open"
+    except OSError as error:
+        result[target] = type(error).__name__ + ": " + str(error)
+print("PROBE " + json.dumps(result))
+"""
+
+
+def probe(kube: Kube, release: Release, targets: list[str], kafka_client: bool) -> dict[str, str]:
+    name = f"probe-{'client' if kafka_client else 'other'}-{uuid.uuid4().hex[:6]}"
+    start_kafka_client_job(kube, release, name, ["python3", "-c", PROBE, *targets], kafka_client=kafka_client)
+    wait_job(kube, name, timeout=180)
+    line = next(line for line in job_logs(kube, name).splitlines() if line.startswith("PROBE "))
+    result: dict[str, str] = json.loads(line.removeprefix("PROBE "))
+    kube.note(f"{name}: {result}")
+    return result
+
+
+def test_policies_let_kafka_clients_in_and_keep_other_pods_out(kube: Kube, release: Release) -> None:
+    kafka = release.bootstrap_servers.split(",")[0]
+    redis, gateway = f"{FULLNAME}-redis:6379", f"{FULLNAME}-gateway:80"
+    client = probe(kube, release, [kafka], kafka_client=True)
+    assert client[kafka] == "open", f"a labelled Kafka client cannot reach {kafka}: {client}"
+    other = probe(kube, release, [kafka, redis, gateway], kafka_client=False)
+    assert other[gateway] == "open", f"an unlabelled pod cannot reach the gateway (network broken?): {other}"
+    assert other[kafka] != "open", f"an unlabelled pod reached Kafka: policies not enforced: {other}"
+    assert other[redis] != "open", f"an unlabelled pod reached Redis: policies not enforced: {other}"
