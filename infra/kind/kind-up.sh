@@ -96,6 +96,31 @@ kubectl config use-context "$CONTEXT" >/dev/null
 kubectl_() { kubectl --context "$CONTEXT" "$@"; }
 # Workloads on the control plane too: three nodes for the chart's three Redis and Kafka pods.
 kubectl_ taint nodes "$CLUSTER-control-plane" node-role.kubernetes.io/control-plane:NoSchedule- >/dev/null 2>&1 || true
+
+# kube-router v2.1.0 fills its set of pod subnets (traffic between them is not masqueraded) from the nodes
+# it sees when it starts, and misses a node that gets its podCIDR later: the control plane's, started
+# before the workers joined, hid its pods behind the node's address when they called a worker's pods, and
+# the NetworkPolicies refused them (its Sentinel never reached the others, so no failover). Restarted until
+# every node's kube-router has every node's subnet.
+kube_router_complete() {
+  local cidrs pod
+  cidrs="$(kubectl_ get nodes -o jsonpath='{range .items[*]}{.spec.podCIDR}{"\n"}{end}' | sort)"
+  for pod in $(kubectl_ -n kube-system get pods -l k8s-app=kube-router -o name); do
+    diff <(echo "$cidrs") <(kubectl_ -n kube-system exec "$pod" -c kube-router -- ipset list kube-router-pod-subnets \
+      | awk '$1 ~ /\//{print $1}' | sort) >/dev/null || return 1
+  done
+}
+if [[ -n "$node_image" ]]; then
+  kubectl_ -n kube-system rollout status daemonset/kube-router --timeout=180s >/dev/null
+  for _ in 1 2 3; do
+    kube_router_complete && break
+    echo "kube-router lacks a node's pod subnet: restarting it"
+    kubectl_ -n kube-system rollout restart daemonset/kube-router >/dev/null
+    kubectl_ -n kube-system rollout status daemonset/kube-router --timeout=180s >/dev/null
+    sleep 10
+  done
+  kube_router_complete || { echo "ERROR: kube-router still lacks a node's pod subnet" >&2; exit 1; }
+fi
 # load IMAGE... : each image into every node's containerd unless it holds that image ID already. Streamed
 # (docker save | ctr import), where `kind load docker-image` first writes an archive to $TMPDIR: 1 GB of
 # disk per image and node that the machine may not have.
