@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from kubernetes import client as k8s
 
-from .conftest import CONTEXT, NAMESPACE, Kube, progress
+from .conftest import CONTEXT, DRIVER_SELECTOR, GATEWAY_SELECTOR, NAMESPACE, Kube, progress
 
 CONTROL_PLANE = CONTEXT.removeprefix("kind-") + "-control-plane"  # kind names its nodes <cluster>-<role>[N]
 # Kubernetes' taint for a node that is shut down and will not come back soon (non-graceful node shutdown,
@@ -58,6 +58,23 @@ def move_one_onto(kube: Kube, selector: str, node: str, delete: Callable[[str], 
     finally:
         for other in others:
             cordon(kube, other, False)
+
+
+def move_driver_and_a_gateway_onto(kube: Kube, node: str, gateway_replicas: int) -> None:
+    """Unless they run there already: the Spark driver (deleted with no grace; the operator's new driver can
+    only go to ``node``, and its executors follow it) and one gateway moved onto ``node``."""
+    driver = kube.driver()
+    assert driver is not None, DRIVER_SELECTOR
+    old = driver.metadata.uid
+
+    def new_driver_running() -> bool:
+        running = kube.driver()
+        return running is not None and running.metadata.uid != old
+
+    move_one_onto(kube, DRIVER_SELECTOR, node, lambda name: kube.delete_pod(name, grace_seconds=0),
+                  new_driver_running)
+    move_one_onto(kube, GATEWAY_SELECTOR, node, kube.delete_pod,
+                  lambda: len(kube.ready_pods(GATEWAY_SELECTOR)) >= gateway_replicas)
 
 
 def docker(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:

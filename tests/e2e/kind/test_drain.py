@@ -28,7 +28,6 @@ import pytest
 from ..local.conftest import FaultLoop
 from .conftest import (
     CONTEXT,
-    DRIVER_SELECTOR,
     GATEWAY_SELECTOR,
     REDIS_POD,
     RELEASE_SELECTOR,
@@ -40,7 +39,7 @@ from .conftest import (
     progress,
     scenario,
 )
-from .nodes import CONTROL_PLANE, cordon, move_one_onto, node_of, placement
+from .nodes import CONTROL_PLANE, cordon, move_driver_and_a_gateway_onto, node_of, placement
 
 pytestmark = pytest.mark.slow
 
@@ -94,18 +93,7 @@ def arrange(kube: Kube, release: Release) -> str:
     redis_node = node_of(kube, REDIS_POD)
     victim = next(n.metadata.name for n in sorted(kube.core.list_node().items, key=lambda n: n.metadata.name)
                   if n.metadata.name not in (CONTROL_PLANE, redis_node))
-    driver = kube.driver()
-    assert driver is not None, DRIVER_SELECTOR
-    old = driver.metadata.uid
-
-    def new_driver_running() -> bool:
-        running = kube.driver()
-        return running is not None and running.metadata.uid != old
-
-    move_one_onto(kube, DRIVER_SELECTOR, victim, lambda name: kube.delete_pod(name, grace_seconds=0),
-                  new_driver_running)
-    move_one_onto(kube, GATEWAY_SELECTOR, victim, kube.delete_pod,
-                  lambda: len(kube.ready_pods(GATEWAY_SELECTOR)) >= release.gateway_replicas)
+    move_driver_and_a_gateway_onto(kube, victim, release.gateway_replicas)
     return str(victim)
 
 

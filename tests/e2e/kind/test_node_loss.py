@@ -44,7 +44,7 @@ from .nodes import (
     OUT_OF_SERVICE,
     cordon,
     docker,
-    move_one_onto,
+    move_driver_and_a_gateway_onto,
     node_of,
     placement,
     ready_condition,
@@ -94,16 +94,7 @@ def arrange_victim(kube: Kube, release: Release) -> str:
     victim = driver.spec.node_name
     if victim == CONTROL_PLANE:  # the API server and the ingress live there: lose a worker
         victim = next(n for n in sorted(set(placement(kube, REDIS_SELECTOR).values())) if n != CONTROL_PLANE)
-        old = driver.metadata.uid
-
-        def new_driver_running() -> bool:
-            running = kube.driver()
-            return running is not None and running.metadata.uid != old
-
-        move_one_onto(kube, DRIVER_SELECTOR, victim, lambda name: kube.delete_pod(name, grace_seconds=0),
-                      new_driver_running)
-    move_one_onto(kube, GATEWAY_SELECTOR, victim, kube.delete_pod,
-                  lambda: len(kube.ready_pods(GATEWAY_SELECTOR)) >= release.gateway_replicas)
+    move_driver_and_a_gateway_onto(kube, victim, release.gateway_replicas)
     on_victim = [pod for pod, node in placement(kube, REDIS_SELECTOR).items() if node == victim]
     assert on_victim, f"no Redis pod on {victim}: {placement(kube, REDIS_SELECTOR)}"
     make_primary(kube, on_victim[0])
