@@ -1,6 +1,6 @@
 """Runtime requirements of the sparkwire images, derived from pyproject.toml (the one place they are pinned).
 
-    python images/requirements.py pyproject.toml            # the [project] dependencies but pyspark, one a line
+    python images/requirements.py pyproject.toml            # the `server` extra's pins but pyspark, one a line
     python images/requirements.py pyproject.toml --pyspark  # the pyspark version pinned there
 
 pyspark is left out of the images' pip installs: the aggregator image takes it from the official Spark
@@ -26,8 +26,13 @@ def _name(requirement: str) -> str:
     return re.sub(r"[-_.]+", "-", match.group(0)).lower()
 
 
+SERVER_EXTRA = "server"
+
+
 def dependencies(pyproject: Path) -> list[str]:
-    return list(tomllib.loads(pyproject.read_text())["project"]["dependencies"])
+    """The services' direct dependencies: the ``server`` extra (the package's own list is empty so that
+    ``sparkwire[client]`` installs no Spark and no Redis)."""
+    return list(tomllib.loads(pyproject.read_text())["project"]["optional-dependencies"][SERVER_EXTRA])
 
 
 def runtime_requirements(pyproject: Path) -> list[str]:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One-time (and idempotent) setup of everything sparkwire's tests and demo run on:
 # the Python venv, redis-server, nginx and chromium from apt, a real Kafka broker's jars and
-# Spark's Kafka connector jars from Maven Central, toxiproxy (the chaos run's fault proxy) and helm
+# Spark's Kafka connector jars from Maven Central, toxiproxy (the chaos run's fault proxy), the browser
+# client's npm dev dependencies, and helm
 # and friends from the Go module
 # proxy (infra/k8s-tools.sh). Each step is skipped while the
 # stamp of its inputs in .cache/stamps is fresh and its outputs exist.
@@ -28,7 +29,7 @@ mvn_copy() {
 }
 
 step_venv() {
-  header "Python venv (.venv): pip install -c constraints.txt -e '.[dev]'"
+  header "Python venv (.venv): pip install -c constraints.txt -e '.[server,client,dev]'"
   local fp
   fp="$(fingerprint pyproject.toml constraints.txt)"
   if fresh venv "$fp" && [[ -x .venv/bin/python ]]; then
@@ -36,7 +37,7 @@ step_venv() {
   fi
   [[ -x .venv/bin/python ]] || "$PYTHON" -m venv .venv
   .venv/bin/python -m pip install --upgrade pip
-  .venv/bin/python -m pip install -c constraints.txt -e '.[dev]'
+  .venv/bin/python -m pip install -c constraints.txt -e '.[server,client,dev]'
   stamp venv "$fp"
 }
 
@@ -100,11 +101,24 @@ step_toxiproxy() {
   stamp toxiproxy "$fp"
 }
 
+step_npm() {
+  header "Browser client's npm package (services/client/js): npm ci (TypeScript, to check its declarations)"
+  local fp dir=services/client/js
+  fp="$(fingerprint "$dir/package.json" "$dir/package-lock.json")"
+  if fresh npm "$fp" && [[ -d "$dir/node_modules" ]]; then
+    echo "up to date"; return
+  fi
+  command -v npm >/dev/null || { echo "ERROR: npm is required (Node.js >= 20, https://nodejs.org)" >&2; return 1; }
+  npm ci --prefix "$dir" --no-audit --no-fund
+  stamp npm "$fp"
+}
+
 step_venv
 step_apt
 step_kafka
 step_spark_kafka
 step_toxiproxy
+step_npm
 header "Kubernetes tooling from the Go module proxy (infra/k8s-tools.sh) -> .cache/k8s"
 bash infra/k8s-tools.sh
 header "setup done"

@@ -73,7 +73,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    args = build_parser().parse_args(argv)
+    try:
+        parser = build_parser()
+    except ModuleNotFoundError as missing:
+        # `pip install 'sparkwire[client]'` installs the client alone: the services' dependencies are absent.
+        sys.exit(f"sparkwire: the services are not installed ({missing}): pip install 'sparkwire[server]'")
+    args = parser.parse_args(argv)
     runner: Runner = args.run
     sys.exit(runner(args))
 

@@ -27,9 +27,9 @@ from sparkwire.client.reconnect import (
 )
 from sparkwire.client.session import ClientSession
 from sparkwire.protocol.close_codes import CloseCode, close_reason
+from sparkwire.protocol.items import StateItem
 from sparkwire.protocol.positions import Cursor
 from sparkwire.protocol.server_frames import ReceivedEntry
-from sparkwire.replaylog.model import StateItem
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from sparkwire.client.dedup import ClientDeduper
 from sparkwire.client.gaps import SeqGapDetector
 from sparkwire.protocol.client_frames import Ack, Hello, Ping, Pong, encode_ack, encode_heartbeat, encode_hello
+from sparkwire.protocol.items import StateItem
 from sparkwire.protocol.limits import PROTOCOL_VERSION
 from sparkwire.protocol.positions import Cursor, Gap
 from sparkwire.protocol.server_frames import (
@@ -28,7 +29,6 @@ from sparkwire.protocol.server_frames import (
     Welcome,
     parse_server_frame,
 )
-from sparkwire.replaylog.model import StateItem
 
 # A snapshot the server sends without announcing it in a welcome (a restart mid-connection).
 UNANNOUNCED_RESET = "unannounced"

@@ -33,8 +33,10 @@ from sparkwire.protocol.close_codes import CloseCode, close_reason
 from sparkwire.protocol.server_frames import encode_error
 from sparkwire.replaylog.keys import StreamKeys
 
-# The browser client (sparkwire-client.js) and the live demo page that uses it.
+# The live demo page and its scripts.
 STATIC_DIR = Path(__file__).parent / "static"
+# The browser client, served beside them: its source is the npm package in sparkwire/client/js.
+BROWSER_CLIENT = Path(__file__).parents[1] / "client" / "js" / "sparkwire-client.js"
 
 
 @dataclass
@@ -150,6 +152,9 @@ def create_app(gateway: Gateway) -> Starlette:
     async def demo_page(_: Request) -> Response:
         return FileResponse(STATIC_DIR / "index.html")
 
+    async def browser_client(_: Request) -> Response:
+        return FileResponse(BROWSER_CLIENT, media_type="text/javascript")
+
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         tasks = [asyncio.create_task(hub.run(), name=f"hub-{s}") for s, hub in gateway.hubs.items()]
@@ -173,6 +178,7 @@ def create_app(gateway: Gateway) -> Starlette:
             Route("/readyz", readyz),
             Route("/metrics", metrics_endpoint),
             Route("/", demo_page),
+            Route("/static/sparkwire-client.js", browser_client),
             Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
         ],
         lifespan=lifespan,

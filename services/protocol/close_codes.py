@@ -1,7 +1,7 @@
 """WebSocket close codes of the gateway protocol and whether a client should reconnect and resume.
 
 The table is the one in docs/protocol.md; a test keeps the two in step, and another the browser
-client's copy (static/sparkwire-client.js).
+browser client's copy (client/js/sparkwire-client.js).
 """
 
 from __future__ import annotations

@@ -18,8 +18,8 @@ from typing import NoReturn
 from sparkwire.protocol.client_frames import Ping, Pong
 from sparkwire.protocol.close_codes import CloseCode
 from sparkwire.protocol.encoding import dumps, reject_constant
+from sparkwire.protocol.items import Entry, Snapshot, StateItem
 from sparkwire.protocol.limits import MAX_SERVER_FRAME_BYTES, PROTOCOL_VERSION
-from sparkwire.replaylog.model import Entry, Snapshot, StateItem
 
 # --- what the server writes -------------------------------------------------------------------
 

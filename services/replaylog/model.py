@@ -5,6 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+# The log stores what the protocol sends: the entry, the latest item per key, a snapshot of them.
+from sparkwire.protocol.items import Entry, Snapshot, StateItem
+
+__all__ = [
+    "BatchCommit", "ChunkResult", "ChunkStatus", "Entry", "History", "Record", "Snapshot", "StateItem", "StreamMeta",
+]
+
 ChunkStatus = Literal["committed", "staged", "replayed"]
 
 
@@ -15,18 +22,6 @@ class Record:
     processing_id: str
     key: str
     payload: str
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One committed result as a reader sees it."""
-
-    seq: int
-    processing_id: str
-    key: str
-    data: str
-    commit_ms: int
-    batch_id: int
 
 
 @dataclass(frozen=True)
@@ -76,23 +71,6 @@ class StreamMeta:
     created_ms: int
     last_commit_ms: int
     counters: dict[str, int] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class StateItem:
-    seq: int
-    processing_id: str
-    data: object
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """The latest result per key, consistent with ``seq``: replaying entries after ``seq`` on top of it
-    gives the current state."""
-
-    epoch: str
-    seq: int
-    items: dict[str, StateItem]
 
 
 @dataclass(frozen=True)

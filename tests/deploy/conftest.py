@@ -34,7 +34,8 @@ def load_all_yaml(text: str) -> list[dict[str, Any]]:
 
 
 def pyspark_pin() -> str:
-    for requirement in tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]:
+    services = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["server"]
+    for requirement in services:
         name, _, version = requirement.partition("==")
         if name.strip().lower() == "pyspark":
             return version.strip()

@@ -43,7 +43,9 @@ def open_page(browser: Browser, console: list[str], url: str, *, init_script: st
 
 # -- a page whose WebSocket is scripted (no server): the browser client fed exactly the frames a test wants --
 
-STATIC = Path(__file__).resolve().parents[3] / "services" / "gateway" / "static"
+SERVICES = Path(__file__).resolve().parents[3] / "services"
+STATIC = SERVICES / "gateway" / "static"
+BROWSER_CLIENT = SERVICES / "client" / "js" / "sparkwire-client.js"
 FAKE_SOCKET = """
 class FakeWebSocket {
   static CONNECTING = 0; static OPEN = 1; static CLOSING = 2; static CLOSED = 3;
@@ -66,8 +68,8 @@ def scripted_page(browser: Browser, console: list[str], **options: object) -> Pa
     """A page whose WebSocket is ``FakeWebSocket``, with a started client in ``window.client``."""
     context = browser.new_context()
     context.add_init_script(FAKE_SOCKET)
-    context.route("http://sparkwire.test/static/*", lambda route: route.fulfill(
-        path=STATIC / route.request.url.rsplit("/", 1)[1], content_type="text/javascript"))
+    context.route("http://sparkwire.test/static/sparkwire-client.js", lambda route: route.fulfill(
+        path=BROWSER_CLIENT, content_type="text/javascript"))
     context.route("http://sparkwire.test/", lambda route: route.fulfill(content_type="text/html", body="""
         <script type="module">import * as m from "/static/sparkwire-client.js"; window.m = m;</script>"""))
     page = context.new_page()

@@ -1,6 +1,6 @@
-"""The browser client (``static/sparkwire-client.js``) in real Chromium, through the demo page the gateway
-serves, against real gateway processes and Redis: every entry of the stream applied once, in order, while
-gateways are SIGKILLed and drained under it."""
+"""The browser client (``client/js/sparkwire-client.js``, served at ``/static/sparkwire-client.js``) in real
+Chromium, through the demo page the gateway serves, against real gateway processes and Redis: every entry of
+the stream applied once, in order, while gateways are SIGKILLed and drained under it."""
 
 from __future__ import annotations
 

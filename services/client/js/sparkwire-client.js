@@ -3,7 +3,8 @@
  * dependency-free ES module with the semantics of the Python client (sparkwire.client): every entry of
  * one stream applied once, in seq order, across dropped connections, killed pods and reconnects.
  *
- *   import { SparkwireClient } from "/static/sparkwire-client.js";
+ *   import { SparkwireClient } from "/static/sparkwire-client.js";  // as the gateway serves it, or
+ *   import { SparkwireClient } from "sparkwire-client";              // the npm package (this folder)
  *   const client = new SparkwireClient({
  *     stream: "metrics",
  *     onEntry: (entry) => draw(entry.key, entry.data),  // {seq, processingId, key, data, commitMs}, once each
@@ -20,7 +21,8 @@
  * `dedupCapacity` 100000 (processingIds remembered), `storage` (default localStorage; null: none),
  * `refreshToken` (async () => a fresh JWT: called when the server closes with 4419, token expired; the
  * client then resumes at once with it — without it, 4419 is terminal), `silenceTimeoutMs` 30000 (no frame
- * at all for this long — the server pings every 20 s — means a dead or paused server: resume elsewhere).
+ * at all for this long — the server pings every 20 s — means a dead or paused server: resume elsewhere),
+ * `WebSocket` (the constructor to open connections with; default the global one, e.g. in Node ≥ 22).
  * Read `client.state` (Map key -> {seq, processingId, data}), `client.cursor` ({epoch, seq} applied),
  * `client.welcome` (the open connection's welcome frame, e.g. its headSeq) and
  * `client.stats()` (connects, duplicates, gaps — also sent in acks —, snapshot resets by reason, closes
@@ -57,6 +59,7 @@ const TOKEN_EXPIRED = 4419;
 const ABNORMAL_CLOSURE = 1006;  // what a silent server's connection is reported as: a drop
 const UNANNOUNCED_RESET = "unannounced";  // a snapshot no welcome announced (a restart mid-connection)
 const SESSION_ID = /^[A-Za-z0-9_-]{1,128}$/;
+const OPEN = 1;  // WebSocket.OPEN, the same in every implementation
 
 /** Whether to reconnect and resume after `code`; unknown codes count as resumable (backoff bounds them). */
 export function isResumable(code) {
@@ -257,7 +260,7 @@ export class SparkwireClient {
     clearTimeout(this.retryTimer);
     const conn = this.conn;
     if (conn) {
-      if (conn.ws.readyState === WebSocket.OPEN) for (const frame of this._ackIfMoved(conn)) conn.ws.send(frame);
+      if (conn.ws.readyState === OPEN) for (const frame of this._ackIfMoved(conn)) conn.ws.send(frame);
       this._close(conn, 1000, "client stopping", {});
     }
     this._status({ state: "stopped" });
@@ -266,7 +269,8 @@ export class SparkwireClient {
   _status(status) { safely(this.options.onStatus, status); }
 
   _connect() {
-    const conn = { ws: new WebSocket(this.url), opened: false, welcome: null, snapshotParts: [],
+    const Socket = this.options.WebSocket ?? globalThis.WebSocket;
+    const conn = { ws: new Socket(this.url), opened: false, welcome: null, snapshotParts: [],
       snapshotExpected: false, snapshotReason: null, ackedSeq: null, unacked: 0, unackedSince: null, ackTimer: null,
       silenceTimer: null };
     this.conn = conn;
@@ -424,7 +428,7 @@ export class SparkwireClient {
     if (ms === null) return;
     conn.ackTimer = setTimeout(() => {
       conn.ackTimer = null;
-      if (this.conn !== conn || conn.ws.readyState !== WebSocket.OPEN) return;
+      if (this.conn !== conn || conn.ws.readyState !== OPEN) return;
       for (const frame of this._dueAcks(conn)) conn.ws.send(frame);
       this._scheduleAck(conn);
     }, ms);

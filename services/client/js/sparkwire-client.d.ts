@@ -1,0 +1,170 @@
+// Types of sparkwire-client.js, the browser (and Node) client of the sparkwire gateway protocol v1
+// (docs/protocol.md). Kept beside the module it describes; `npm test` type-checks a consumer against it.
+
+export declare const PROTOCOL_VERSION: 1;
+
+/** Close code -> [name, resumable]: the protocol's table of close codes (docs/protocol.md). */
+export declare const CLOSE_CODES: Readonly<Record<number, readonly [name: string, resumable: boolean]>>;
+
+/** Whether to reconnect and resume after `code`; unknown codes count as resumable. */
+export declare function isResumable(code: number): boolean;
+
+/** One committed result, applied once in seq order. */
+export interface Entry {
+  seq: number;
+  processingId: string;
+  key: string;
+  data: unknown;
+  commitMs: number;
+}
+
+/** The latest result of one key. */
+export interface StateItem {
+  seq: number;
+  processingId: string;
+  data: unknown;
+}
+
+/** The last entry applied: `seq` within `epoch`. */
+export interface Cursor {
+  epoch: string;
+  seq: number;
+}
+
+export interface Welcome {
+  type: "welcome";
+  session: string;
+  epoch: string;
+  headSeq: number;
+  recovered: boolean;
+  reset: string | null;
+  ackEvery: number;
+  ackIntervalMs: number;
+}
+
+export type ServerFrame =
+  | Welcome
+  | { type: "snapshot"; epoch: string; seq: number; items: Map<string, StateItem>; more: boolean }
+  | { type: "entries"; epoch: string; entries: Entry[] }
+  | { type: "error"; code: number; name: string; reason: string }
+  | { type: "ping" | "pong"; t: number }
+  | { type: "unknown"; name: string };
+
+/** A server frame this client cannot make sense of. */
+export declare class FrameError extends Error {}
+
+/** One server frame, checked enough that a malformed one cannot corrupt a client's state. */
+export declare function parseFrame(text: unknown): ServerFrame;
+
+/** Remembers the last `capacity` processingIds seen. */
+export declare class Deduper {
+  constructor(capacity: number);
+  readonly capacity: number;
+  duplicates: number;
+  /** True if `id` was seen (and is still remembered); records it either way. */
+  isDuplicate(id: string): boolean;
+}
+
+export interface Status {
+  state: "connecting" | "open" | "waiting" | "stopped" | "failed";
+  code?: number;
+  reason?: string;
+  delayMs?: number;
+  attempt?: number;
+  recovered?: boolean;
+  reset?: string | null;
+}
+
+export interface SnapshotInfo {
+  epoch: string;
+  seq: number;
+  /** Why the state was replaced: "no_position", "restored", "unannounced", or the welcome's reset. */
+  reason: string;
+}
+
+/** Where the client saves its session and cursor (localStorage by default). */
+export interface ClientStorage {
+  getItem(key: string): string | null;
+  setItem(key: string, value: string): void;
+  removeItem(key: string): void;
+}
+
+/** What `new WebSocket(url)` gives, as far as the client uses it. */
+export interface SocketLike {
+  readonly readyState: number;
+  onopen: ((event: unknown) => void) | null;
+  onmessage: ((event: { data: unknown }) => void) | null;
+  onclose: ((event: { code: number; reason: string }) => void) | null;
+  send(data: string): void;
+  close(code?: number, reason?: string): void;
+}
+
+export interface SparkwireClientOptions {
+  /** The stream to follow. */
+  stream: string;
+  /** The gateway's WebSocket URL; default `/ws` on the page's host (required where there is no page). */
+  url?: string;
+  /** A JWT, sent in the hello (never in the URL). */
+  token?: string | null;
+  /** Called when the server closes with 4419 (token expired); the client resumes at once with its answer. */
+  refreshToken?: () => Promise<string>;
+  onEntry?: (entry: Entry) => void;
+  onSnapshot?: (state: Map<string, StateItem>, info: SnapshotInfo) => void;
+  onStatus?: (status: Status) => void;
+  initialDelayMs?: number;
+  maxDelayMs?: number;
+  dedupCapacity?: number;
+  silenceTimeoutMs?: number;
+  /** Default localStorage; null: nothing saved. */
+  storage?: ClientStorage | null;
+  /** The constructor to open connections with; default the global WebSocket. */
+  WebSocket?: new (url: string) => SocketLike;
+}
+
+export interface Terminal {
+  code: number;
+  name: string;
+  reason: string;
+}
+
+export interface ClientStats {
+  connects: number;
+  reconnects: number;
+  connectionFailures: number;
+  duplicates: number;
+  gaps: number;
+  resets: Record<string, number>;
+  framesReceived: number;
+  acksSent: number;
+  unknownFrames: number;
+  closes: Record<number, number>;
+  terminal: Terminal | null;
+  cursor: Cursor | null;
+  sessionId: string;
+}
+
+/** A position read elsewhere (GET /history) to start after. */
+export interface Position {
+  epoch: string;
+  seq: number;
+  items?: Record<string, StateItem>;
+}
+
+/** Every entry of one stream applied once, in seq order, across dropped connections and reconnects. */
+export declare class SparkwireClient {
+  constructor(options: SparkwireClientOptions);
+  readonly url: string;
+  readonly sessionId: string;
+  /** key -> latest item. */
+  state: Map<string, StateItem>;
+  terminal: Terminal | null;
+  get cursor(): Cursor | null;
+  get welcome(): Welcome | null;
+  get duplicates(): number;
+  stats(): ClientStats;
+  start(): void;
+  /** Start after `position` instead of from a snapshot; returns whether it was taken. */
+  startAfter(position: Position): boolean;
+  /** Close normally after a last ack; no reconnect. */
+  stop(): void;
+}

@@ -1,0 +1,57 @@
+"""The browser client as an npm package (services/client/js): its own tests and type check pass, ``npm pack``
+builds a package of the module, its declarations and README, and the client, run under Node, receives a real
+gateway's entries exactly once."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import redis as redis_lib
+
+from sparkwire.replaylog import ReplayLogReader
+
+from .conftest import Committer, GatewayProcess
+
+PACKAGE = Path(__file__).resolve().parents[3] / "services" / "client" / "js"
+
+
+def npm(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(["npm", *args], cwd=PACKAGE, capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, f"npm {' '.join(args)}:\n{done.stdout}\n{done.stderr}"
+    return done
+
+
+def test_npm_test_passes_under_node_with_the_declarations_checked() -> None:
+    assert (PACKAGE / "node_modules" / "typescript").is_dir(), "run `make setup` (npm ci of the package)"
+    output = npm("test").stdout
+    assert "# fail 0" in output and "# pass 0" not in output
+
+
+def test_npm_pack_builds_the_module_its_types_and_readme() -> None:
+    [packed] = json.loads(npm("pack", "--dry-run", "--json").stdout)
+    assert packed["name"] == "sparkwire-client"
+    assert sorted(f["path"] for f in packed["files"]) == [
+        "README.md", "package.json", "sparkwire-client.d.ts", "sparkwire-client.js"]
+
+
+def test_the_client_under_node_applies_live_entries_exactly_once(
+    gateway: GatewayProcess, committer: Committer, unique_name: str, redis: redis_lib.Redis
+) -> None:
+    committer.commit(4)
+    committer.start()
+    done = subprocess.run(
+        ["node", "--experimental-websocket", "test/follow.mjs", gateway.ws(unique_name).split("?")[0], unique_name,
+         "100"],
+        cwd=PACKAGE, capture_output=True, text=True, timeout=90)
+    committer.stop()
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    applied = [(seq, pid) for seq, pid in report["applied"]]
+    seqs = [seq for seq, _ in applied]
+    assert seqs == list(range(seqs[0], seqs[0] + 100)), "a gap or a duplicate"
+    logged = {entry.seq: entry.processing_id
+              for entry in ReplayLogReader(redis, unique_name).read_after(seqs[0] - 1, count=100)}
+    assert applied == [(seq, logged[seq]) for seq in seqs]
+    assert report["stats"]["duplicates"] == 0 and report["stats"]["gaps"] == 0
