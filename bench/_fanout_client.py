@@ -13,6 +13,8 @@ import zlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
+from sparkwire.protocol.close_codes import CLOSE_SPECS
+
 if TYPE_CHECKING:
     from _fanout_loadgen import LoadGen
 
@@ -29,7 +31,8 @@ NEVER = 1 << 62
 CONNECT_CONCURRENCY = 64
 
 
-TERMINAL_CLOSES = frozenset({1000, 1003, 1008, 1009, 4400, 4401, 4403, 4404, 4426})  # docs/protocol.md
+# The protocol's table, not a copy: a close that is not resumable ends the client.
+TERMINAL_CLOSES = frozenset(int(code) for code, spec in CLOSE_SPECS.items() if not spec.resumable)
 MAX_ATTEMPTS = 30
 
 
