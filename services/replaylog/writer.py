@@ -9,7 +9,7 @@ from importlib import resources
 from typing import Any
 
 import redis
-from tenacity import retry, retry_if_exception, stop_after_delay, wait_exponential_jitter
+from tenacity import RetryCallState, retry, retry_if_exception, stop_after_delay, wait_exponential_jitter
 
 from sparkwire.replaylog.keys import StreamKeys
 from sparkwire.replaylog.model import BatchCommit, ChunkResult, ChunkStatus, Record
@@ -60,6 +60,11 @@ class NotReplicated(RuntimeError):
 class CommitEvents:
     """What a writer tells its owner about replication, to count (the Spark sink exports them as metrics);
     these do nothing. Called on the committing thread; they must not raise."""
+
+    def retrying(self, error: BaseException, attempt: int) -> None:
+        """A call to Redis failed with a transient error (connection reset or refused, timeout, a read-only
+        replica or a refused write during a failover) and is sent again after a backoff; ``attempt`` counts
+        the failures of this call so far."""
 
     def not_replicated(self, acknowledged: int, required: int) -> None:
         """A ``WAIT`` after the staged batch or the publish ended with fewer replicas than required (the
@@ -150,10 +155,16 @@ class ReplayLogWriter:
             retry=retry_if_exception(_transient),
             wait=wait_exponential_jitter(multiplier=0.05, max=2.0, jitter=0.05),
             stop=stop_after_delay(retry_for_seconds),
+            before_sleep=self._before_retry,
             reraise=True,
         )
         self._commit_with_retries = retrying(self._commit_once)
         self._call = retrying(lambda call: call())
+
+    def _before_retry(self, state: RetryCallState) -> None:
+        error = state.outcome.exception() if state.outcome is not None else None
+        if error is not None:
+            self.events.retrying(error, state.attempt_number)
 
     def commit_batch(
         self,

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import logging
+
 from prometheus_client import Counter, Gauge, Histogram
 
 from sparkwire.replaylog.writer import CommitEvents
+
+log = logging.getLogger(__name__)
 
 INPUT_ROWS = Counter("sparkwire_aggregator_input_rows", "Kafka records read by the aggregation query")
 MALFORMED_RECORDS = Counter(
@@ -61,6 +65,11 @@ BATCHES_REPUBLISHED = Counter(
     "answering did not have it: a failover to a replica that lacked the publish; same seqs and bytes, from the "
     "staged chunks. Also counts a first try that never reached Redis",
 )
+REDIS_RETRIES = Counter(
+    "sparkwire_aggregator_redis_retries",
+    "Replay-log calls sent again after a transient Redis error (connection reset or refused, timeout, a failover "
+    "under way), in process, for up to 30 s: a blip costs a retry, not a driver restart",
+)
 REDIS_REPLICAS_REQUIRED = Gauge(
     "sparkwire_aggregator_redis_replicas_required",
     "Replicas the writer waits for before a batch is published and before Spark moves on (--redis-replicas); "
@@ -69,7 +78,12 @@ REDIS_REPLICAS_REQUIRED = Gauge(
 
 
 class WriterMetrics(CommitEvents):
-    """The replay-log writer's replication events, counted."""
+    """The replay-log writer's retries and replication events, counted (retries also logged)."""
+
+    def retrying(self, error: BaseException, attempt: int) -> None:
+        REDIS_RETRIES.inc()
+        log.warning("replay log call failed, retrying: %s", error, extra={"fields": {
+            "event": "redis_retry", "attempt": attempt, "error": type(error).__name__}})
 
     def not_replicated(self, acknowledged: int, required: int) -> None:
         NOT_REPLICATED.inc()

@@ -45,6 +45,8 @@ class Pipeline:
     max_offsets_per_trigger: int = 300
     runs: list[ManagedProcess] = field(default_factory=list)
     metrics_port: int = 0
+    # The aggregator's Redis address when it differs from the readers' (a proxy with faults on the link).
+    aggregator_redis_url: str | None = None
 
     @property
     def topic(self) -> str:
@@ -90,7 +92,8 @@ class Pipeline:
         command = [
             sys.executable, "-m", "sparkwire.cli", "aggregate",
             "--bootstrap-servers", self.kafka.bootstrap, "--topic", self.topic,
-            "--dead-letter-topic", self.dead_letter_topic, "--redis-url", self.redis_server.url,
+            "--dead-letter-topic", self.dead_letter_topic,
+            "--redis-url", self.aggregator_redis_url or self.redis_server.url,
             "--stream", self.name, "--checkpoint", str(self.workdir / "checkpoint"),
             "--window-ms", str(WINDOW_MS), "--watermark-delay-ms", str(DELAY_MS), "--trigger-ms", "300",
             "--max-offsets-per-trigger", str(self.max_offsets_per_trigger),

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import logging
+
+import pytest
+import redis
 from prometheus_client import REGISTRY
 
+from sparkwire.replaylog import ReplayLogWriter
 from sparkwire.spark import metrics
 from sparkwire.spark.delivery import Target
 
@@ -27,3 +32,18 @@ def test_a_job_s_writer_counts_writes_not_replicated_and_batches_published_again
     assert sample("sparkwire_aggregator_batches_republished_total") == republished + 1
     Target(redis_url="redis://127.0.0.1:1/0").writer("s")
     assert sample("sparkwire_aggregator_redis_replicas_required") == 0
+
+
+def test_a_job_s_writer_counts_and_logs_the_calls_it_sends_again(caplog: pytest.LogCaptureFixture) -> None:
+    """Nothing listens on port 1: every try is refused, retried for the writer's window, then raised."""
+    writer = Target(redis_url="redis://127.0.0.1:1/0").writer("s")
+    writer_with_short_window = ReplayLogWriter(writer.client, "s", retry_for_seconds=0.5, events=writer.events)
+    retries = sample("sparkwire_aggregator_redis_retries_total")
+
+    with caplog.at_level(logging.WARNING), pytest.raises(redis.ConnectionError):
+        writer_with_short_window.stream_epoch()
+
+    counted = sample("sparkwire_aggregator_redis_retries_total") - retries
+    logged = [r for r in caplog.records if getattr(r, "fields", {}).get("event") == "redis_retry"]
+    assert counted >= 2 and len(logged) == counted
+    assert [r.fields["attempt"] for r in logged] == list(range(1, len(logged) + 1))  # type: ignore[attr-defined]
