@@ -9,9 +9,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import redis.asyncio as redis_async
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from redis.exceptions import RedisError
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.requests import Request
@@ -28,20 +26,22 @@ from sparkwire.gateway.replication_watch import POLL_INTERVAL_S, ReplicationWatc
 from sparkwire.gateway.sessions import SessionStore
 from sparkwire.gateway.streams import descriptor_endpoint, streams_endpoint
 from sparkwire.gateway.tasks import cancel_and_wait
-from sparkwire.gateway.wire import wire_of
+from sparkwire.gateway.wire import AsgiTransport, wire_of
 from sparkwire.protocol.close_codes import CloseCode, close_reason
 from sparkwire.protocol.server_frames import encode_error
-from sparkwire.replaylog.keys import StreamKeys
+from sparkwire.replaylog.port import UNAVAILABLE, LogBackend
 
 # The live demo page and its scripts.
 STATIC_DIR = Path(__file__).parent / "static"
 # The browser client, served beside them: its source is the npm package in sparkwire/client/js.
 BROWSER_CLIENT = Path(__file__).parents[1] / "client" / "js" / "sparkwire-client.js"
+# What makes the readiness probe fail: the store unavailable, or slower than a second to answer.
+_NOT_READY: tuple[type[Exception], ...] = (*UNAVAILABLE, TimeoutError)
 
 
 @dataclass
 class Gateway:
-    client: redis_async.Redis
+    backend: LogBackend  # the log, the sessions and the store's health (Redis; memory in tests)
     streams: list[str]
     connection: ConnectionSettings
     sessions: SessionStore
@@ -55,9 +55,9 @@ class Gateway:
     open_connections: int = 0
 
     def __post_init__(self) -> None:
-        self.hubs = {s: StreamHub(self.client, StreamKeys(s), ring_size=self.ring_size, queue_size=self.send_queue)
+        self.hubs = {s: StreamHub(self.backend.stream(s), s, ring_size=self.ring_size, queue_size=self.send_queue)
                      for s in self.streams}
-        self.replication = ReplicationWatch(self.client, interval_s=self.replication_poll_s)
+        self.replication = ReplicationWatch(self.backend.replication, interval_s=self.replication_poll_s)
 
     def drain(self) -> None:
         """Refuse new connections (readyz 503) and end the open ones with 1001 going_away."""
@@ -103,16 +103,14 @@ def create_app(gateway: Gateway) -> Starlette:
             return await _refuse(websocket, CloseCode.UNKNOWN_STREAM, f"stream {stream!r} is not served here")
         if gateway.draining.is_set():
             return await _refuse(websocket, CloseCode.GOING_AWAY, "pod draining")
-        wire = wire_of(websocket.scope)
-        if wire is None:
-            return await _refuse(websocket, CloseCode.INTERNAL_ERROR,
-                                 "served without sparkwire's WebSocket protocol (run `sparkwire gateway`)")
+        # uvicorn with sparkwire's protocol (`sparkwire gateway`): live batches written straight through;
+        # any other ASGI server, or Starlette's TestClient: plain ASGI.
+        wire = wire_of(websocket.scope) or AsgiTransport(websocket)
         await websocket.accept()
         gateway.open_connections += 1
         metrics.CONNECTIONS.labels(stream=stream).inc()
         try:
-            await Connection(websocket, wire, hub, gateway.client, gateway.sessions, gateway.connection,
-                             gateway.draining).serve()
+            await Connection(websocket, wire, hub, gateway.sessions, gateway.connection, gateway.draining).serve()
         finally:
             gateway.open_connections -= 1
             metrics.CONNECTIONS.labels(stream=stream).dec()
@@ -124,7 +122,7 @@ def create_app(gateway: Gateway) -> Starlette:
             return hub
         try:
             snap = await hub.log.snapshot()
-        except RedisError:
+        except UNAVAILABLE:
             metrics.REDIS_ERRORS.labels(operation="snapshot").inc()
             return JSONResponse({"error": "redis unavailable"}, status_code=503)
         items = {k: {"seq": v.seq, "processingId": v.processing_id, "data": v.data} for k, v in snap.items.items()}
@@ -139,8 +137,8 @@ def create_app(gateway: Gateway) -> Starlette:
             return PlainTextResponse("draining", status_code=503)
         try:
             async with asyncio.timeout(1.0):
-                await gateway.client.ping()
-        except (RedisError, OSError, TimeoutError):
+                await gateway.backend.ping()
+        except _NOT_READY:
             return PlainTextResponse("redis unreachable", status_code=503)
         if not all(hub.healthy for hub in gateway.hubs.values()):
             return PlainTextResponse("stream readers not following", status_code=503)
@@ -165,7 +163,7 @@ def create_app(gateway: Gateway) -> Starlette:
         finally:
             gateway.drain()
             await cancel_and_wait([*tasks, sessions, replication])
-            await gateway.client.aclose()
+            await gateway.backend.close()
 
     return Starlette(
         routes=[

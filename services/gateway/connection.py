@@ -14,8 +14,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import redis.asyncio as redis_async
-from redis.exceptions import RedisError
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from sparkwire.gateway import metrics
@@ -24,7 +22,7 @@ from sparkwire.gateway.hub import StreamHub
 from sparkwire.gateway.recovery import ReplayMerger, decide_start, junction_step
 from sparkwire.gateway.sessions import SessionPosition, SessionStore
 from sparkwire.gateway.subscription import LiveBatch, LiveEntry, Subscription
-from sparkwire.gateway.wire import Message, Wire, serialize_text_frames
+from sparkwire.gateway.wire import Message, Transport
 from sparkwire.protocol.client_frames import Ack, Hello, Ping, Pong, ProtocolError, encode_heartbeat, parse_client_frame
 from sparkwire.protocol.close_codes import CloseCode, close_reason
 from sparkwire.protocol.limits import DEFAULT_ACKS_PER_SECOND, MAX_ACK_INTERVAL_MS, PING_INTERVAL_S, PONG_TIMEOUT_S
@@ -38,6 +36,7 @@ from sparkwire.protocol.server_frames import (
     pack_entries,
 )
 from sparkwire.replaylog.model import Entry
+from sparkwire.replaylog.port import UNAVAILABLE
 
 log = logging.getLogger(__name__)
 
@@ -106,17 +105,16 @@ class Close(Exception):
 class Connection:
     # Slots: thousands of idle connections each kept a dict of these.
     __slots__ = (
-        "_delivered", "_latency", "client", "draining", "epoch", "grant", "hub", "last_ack", "last_heard",
+        "_delivered", "_latency", "draining", "epoch", "grant", "hub", "last_ack", "last_heard",
         "max_frame_bytes", "merger", "receive_error", "reported", "session_id", "sessions", "settings",
         "stored", "stream", "timers", "ttl_refreshed", "websocket", "wire",
     )
 
-    def __init__(self, websocket: WebSocket, wire: Wire, hub: StreamHub, client: redis_async.Redis,
-                 sessions: SessionStore, settings: ConnectionSettings, draining: asyncio.Event) -> None:
+    def __init__(self, websocket: WebSocket, wire: Transport, hub: StreamHub, sessions: SessionStore,
+                 settings: ConnectionSettings, draining: asyncio.Event) -> None:
         self.websocket = websocket
         self.wire = wire
         self.hub = hub
-        self.client = client
         self.sessions = sessions
         self.settings = settings
         self.draining = draining
@@ -153,7 +151,7 @@ class Connection:
             await self._close(error.code, error.reason)
         except (WebSocketDisconnect, ConnectionError):
             pass
-        except RedisError as error:
+        except UNAVAILABLE as error:
             metrics.REDIS_ERRORS.labels(operation="connection").inc()
             code = CloseCode.REDIS_UNAVAILABLE
             await self._close(CloseCode.REDIS_UNAVAILABLE, f"redis unavailable: {type(error).__name__}")
@@ -177,7 +175,7 @@ class Connection:
         finally:
             self.hub.unsubscribe(subscription)
             # The client may reconnect to another pod at once: its last ack must be there first.
-            with contextlib.suppress(RedisError, OSError):
+            with contextlib.suppress(*UNAVAILABLE):
                 await self.sessions.flush(only=(self.session_id, self.stream))
 
     async def _receive_hello(self) -> Hello:
@@ -383,8 +381,7 @@ class Connection:
             if isinstance(frame, Ack):
                 self._on_ack(frame)
             elif isinstance(frame, Ping):
-                pong = serialize_text_frames([encode_heartbeat(Pong(frame.t))])
-                if not self.wire.write(pong, urgent=True):  # closing, or pinging without reading the answers
+                if not self.wire.reply(encode_heartbeat(Pong(frame.t))):  # closing, or pinging without reading
                     subscription.end("slow_consumer")
             elif not isinstance(frame, Pong):
                 raise ProtocolError(CloseCode.PROTOCOL_VIOLATION, "a second hello on one connection")

@@ -9,7 +9,6 @@ import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping
 
-from redis.exceptions import RedisError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
@@ -19,6 +18,7 @@ from sparkwire.protocol.encoding import dumps
 from sparkwire.protocol.limits import DEFAULT_HISTORY_ENTRIES, MAX_HISTORY_ENTRIES
 from sparkwire.protocol.server_frames import encode_entry
 from sparkwire.replaylog.model import History
+from sparkwire.replaylog.port import UNAVAILABLE
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ def history_endpoint(hubs: Mapping[str, StreamHub], auth_secret: str) -> Callabl
             return JSONResponse({"error": str(error)}, status_code=400)
         try:
             read = await hub.log.history(last)
-        except RedisError:
+        except UNAVAILABLE:
             metrics.REDIS_ERRORS.labels(operation="history").inc()
             return JSONResponse({"error": "redis unavailable"}, status_code=503)
         return Response(encode_history(read, last), media_type="application/json")

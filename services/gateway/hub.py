@@ -1,5 +1,6 @@
-"""One reader per pod per stream: a blocking XREAD loop that feeds a ring of recent entries and fans
-each batch out to the connections, every entry encoded once for all of them."""
+"""One reader per pod per stream: a loop following the log (``StreamLog.follow``: a blocking XREAD on Redis)
+that feeds a ring of recent entries and fans each batch out to the connections, every entry encoded once for
+all of them."""
 
 from __future__ import annotations
 
@@ -7,28 +8,21 @@ import asyncio
 import logging
 import time
 from collections import deque
-from typing import Any, cast
-
-import redis.asyncio as redis_async
-from redis.exceptions import RedisError
 
 from sparkwire.gateway import metrics
 from sparkwire.gateway.subscription import EndReason, LiveBatch, LiveEntry, Subscription
 from sparkwire.protocol.server_frames import encode_entry
-from sparkwire.replaylog.async_reader import AsyncReplayLogReader
-from sparkwire.replaylog.keys import StreamKeys
 from sparkwire.replaylog.model import Entry, StreamMeta
-from sparkwire.replaylog.reader import entry_id, parse_entry
+from sparkwire.replaylog.port import UNAVAILABLE, StreamLog
 
 log = logging.getLogger(__name__)
 
 
 class StreamHub:
-    def __init__(self, client: redis_async.Redis, keys: StreamKeys, *, ring_size: int, block_ms: int = 1000,
+    def __init__(self, log: StreamLog, stream: str, *, ring_size: int, block_ms: int = 1000,
                  queue_size: int = 256) -> None:
-        self.client = client
-        self.keys = keys
-        self.log = AsyncReplayLogReader(client, keys)  # what connections read history and snapshots with
+        self.log = log  # followed here; connections read history and snapshots with it
+        self._stream = stream
         self.ring: deque[LiveEntry] = deque(maxlen=ring_size)
         self.block_ms = block_ms
         self.queue_size = queue_size
@@ -37,12 +31,12 @@ class StreamHub:
         self.head_seq = 0
         self.healthy = False
         self.started = asyncio.Event()
-        self._written_through = metrics.WRITTEN_THROUGH.labels(stream=keys.stream)
-        self._delivered = metrics.ENTRIES_DELIVERED.labels(stream=keys.stream)
+        self._written_through = metrics.WRITTEN_THROUGH.labels(stream=stream)
+        self._delivered = metrics.ENTRIES_DELIVERED.labels(stream=stream)
 
     @property
     def stream(self) -> str:
-        return self.keys.stream
+        return self._stream
 
     def subscribe(self) -> Subscription:
         subscription = Subscription(self.queue_size)
@@ -74,7 +68,7 @@ class StreamHub:
                 await self._follow()
             except asyncio.CancelledError:
                 raise
-            except (RedisError, OSError) as error:
+            except UNAVAILABLE as error:
                 self.healthy = False
                 metrics.REDIS_ERRORS.labels(operation="xread").inc()
                 log.warning("hub lost redis", extra={"fields": {"stream": self.stream, "error": str(error)}})
@@ -90,9 +84,8 @@ class StreamHub:
         self.healthy = True
         self.started.set()
         while True:
-            response = await self.client.xread({self.keys.log: entry_id(self.head_seq)}, count=1000,
-                                               block=self.block_ms)
-            if not response:
+            entries = await self.log.follow(self.head_seq, 1000, self.block_ms)
+            if not entries:
                 meta = await self.meta()  # quiet: a good moment to notice a lost log (new epoch)
                 metrics.SINK_DUPLICATES.labels(stream=self.stream).set(
                     meta.counters.get("duplicates_suppressed", 0))
@@ -101,7 +94,7 @@ class StreamHub:
                 continue
             if not self.epoch:  # the first commit to an empty stream created its epoch just now
                 self.epoch = (await self.meta()).epoch
-            self._publish([parse_entry(entry_id_raw, fields) for entry_id_raw, fields in _xread_entries(response)])
+            self._publish(entries)
 
     def _publish(self, entries: list[Entry]) -> None:
         batch = LiveBatch()
@@ -137,10 +130,4 @@ class StreamHub:
         self.epoch = meta.epoch
         self.head_seq = meta.last_seq
         self.ring.clear()
-
-
-def _xread_entries(response: Any) -> list[tuple[bytes, dict[bytes, bytes]]]:
-    """The entries of a one-stream XREAD reply, RESP2 (list of [key, entries]) or RESP3 (map)."""
-    per_stream = response.values() if isinstance(response, dict) else [entries for _, entries in response]
-    return [entry for entries in per_stream for entry in cast("list[tuple[bytes, dict[bytes, bytes]]]", entries)]
 

@@ -15,8 +15,6 @@ import sys
 from types import FrameType
 
 import uvicorn
-from redis.asyncio.retry import Retry
-from redis.backoff import ExponentialWithJitterBackoff
 
 from sparkwire import logs
 from sparkwire.gateway.app import Gateway, create_app
@@ -24,8 +22,8 @@ from sparkwire.gateway.sessions import SessionStore
 from sparkwire.gateway.settings import add_arguments, auth_problem, connection_settings, split_list
 from sparkwire.gateway.wire import SparkwireWebSocketProtocol
 from sparkwire.protocol.limits import MAX_CLIENT_MESSAGE_BYTES
-from sparkwire.redis_url import connect_async
 from sparkwire.replaylog.keys import StreamKeys
+from sparkwire.replaylog.redis_backend import RedisBackend
 
 log = logging.getLogger(__name__)
 
@@ -76,24 +74,10 @@ def run(args: argparse.Namespace) -> int:
     streams = split_list(args.streams)
     for stream in streams:
         StreamKeys(stream)  # fail at start on a bad name, not on the first client
-    # Blocking pool: when every connection is busy (acks and hellos arriving together), wait for one
-    # instead of failing the call, which would close clients with 4503.
-    # Each stream's hub holds one connection in a blocking XREAD for good: on top of the pool for the
-    # connections' calls, or a pod serving more streams than the pool size never gets ready.
-    # Retry: a pooled connection that died with a Redis restart or failover fails its next command; every
-    # command the gateway sends is a read or an idempotent HSET/EXPIRE, so it is resent on a new connection
-    # (a few tries, ~50 ms apart, doubling) instead of closing a client with 4503.
-    # A Sentinel URL (sparkwire/redis_url.py) gets a sentinel-managed pool with the same size, wait for a free
-    # connection, health checks and Retry. What differs: every new connection first asks the sentinels for
-    # the primary, and the Retry's tries (~0.4 s in all) do not outlast a failover (seconds): until the
-    # sentinels name the new primary, hello and ack calls fail (clients are closed with 4503 and resume)
-    # and the hubs' XREAD loops back off and read again, now from the new primary.
-    client = connect_async(args.redis_url, max_connections=args.redis_pool_size + len(streams), timeout=5,
-                           health_check_interval=10,
-                           retry=Retry(ExponentialWithJitterBackoff(base=0.05, cap=1.0), retries=3))
+    backend = RedisBackend.for_gateway(args.redis_url, pool_size=args.redis_pool_size, streams=len(streams))
     gateway = Gateway(
-        client=client, streams=streams, connection=connection_settings(args),
-        sessions=SessionStore(client, ttl_seconds=args.session_ttl_seconds, pod=args.pod_name),
+        backend=backend, streams=streams, connection=connection_settings(args),
+        sessions=SessionStore(backend.sessions, ttl_seconds=args.session_ttl_seconds, pod=args.pod_name),
         allowed_origins=frozenset(split_list(args.allowed_origins)),
         allow_missing_origin=args.allow_missing_origin, ring_size=args.ring_size,
         send_queue=args.send_queue,

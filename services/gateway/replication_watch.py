@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-
-import redis.asyncio as redis_async
+from collections.abc import Awaitable, Callable
 
 from sparkwire.gateway import metrics
-from sparkwire.replaylog.replication import ReplicationStatus, read_replication_async
+from sparkwire.replaylog.replication import ReplicationStatus
 
 log = logging.getLogger(__name__)
 
@@ -25,9 +24,9 @@ POLL_TIMEOUT_S = 2.0
 
 
 class ReplicationWatch:
-    def __init__(self, client: redis_async.Redis, *, interval_s: float = POLL_INTERVAL_S,
+    def __init__(self, read: Callable[[], Awaitable[ReplicationStatus]], *, interval_s: float = POLL_INTERVAL_S,
                  timeout_s: float = POLL_TIMEOUT_S) -> None:
-        self.client = client
+        self.read = read  # LogBackend.replication: INFO replication on Redis
         self.interval_s = interval_s
         self.timeout_s = timeout_s
         self.last: ReplicationStatus | None = None
@@ -49,7 +48,7 @@ class ReplicationWatch:
 
     async def poll(self) -> ReplicationStatus:
         async with asyncio.timeout(self.timeout_s):
-            status = await read_replication_async(self.client)
+            status = await self.read()
         self.observe(status)
         return status
 

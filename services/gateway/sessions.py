@@ -1,12 +1,10 @@
-"""Client sessions in Redis hashes: the last position a client acknowledged, shared by every pod.
+"""Client sessions: the last position each client acknowledged, shared by every pod through the store
+(``replaylog.port.SessionRecords``; on Redis, hashes: ``replaylog/sessions.py``).
 
-Key ``sparkwire:session:{<id>}:<stream>``: the hash tag is the session id, so sessions spread over a
-Redis Cluster instead of piling onto the stream's slot.
-
-Acks are not written one by one: every client acks about once a second, and one Redis call per ack per
+Acks are not written one by one: every client acks about once a second, and one store call per ack per
 client costs more CPU than delivering the entries (and exhausts connection pools when acks arrive
 together). The latest ack per session is kept in memory and ``run()`` writes the changed ones in one
-pipeline every ``flush_interval_s``; a connection's last ack and a draining pod's are flushed at once.
+round trip every ``flush_interval_s``; a connection's last ack and a draining pod's are flushed at once.
 A SIGKILLed pod loses at most one interval of acks — positions clients hold in their cursors anyway.
 The TTL is set at connect and at a connection's end; while it stays connected its acks renew it only every
 quarter of the TTL (``ttl_refresh_due``): an EXPIRE per ack was a third of the flush's cost.
@@ -17,33 +15,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass
-
-import redis.asyncio as redis_async
-from redis.exceptions import RedisError
 
 from sparkwire.gateway import metrics
-from sparkwire.replaylog.keys import DEFAULT_PREFIX
+from sparkwire.replaylog.port import UNAVAILABLE, AckRecord, SessionPosition, SessionRecords
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class SessionPosition:
-    """The last ack of a session, and the duplicate and gap counts its client reported with it."""
-
-    epoch: str
-    seq: int
-    duplicates: int = 0
-    gaps: int = 0
-
-
-def session_key(session_id: str, stream: str, prefix: str = DEFAULT_PREFIX) -> str:
-    return f"{prefix}:session:{{{session_id}}}:{stream}"
-
-
-def _text(value: object) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def _now_ms() -> int:
@@ -51,9 +27,9 @@ def _now_ms() -> int:
 
 
 class SessionStore:
-    def __init__(self, client: redis_async.Redis, *, ttl_seconds: int, pod: str,
+    def __init__(self, records: SessionRecords, *, ttl_seconds: int, pod: str,
                  flush_interval_s: float = 0.25) -> None:
-        self.client = client
+        self.records = records
         self.ttl_seconds = ttl_seconds
         self.pod = pod
         self.flush_interval_s = flush_interval_s
@@ -71,21 +47,11 @@ class SessionStore:
         pending = self._pending.get((session_id, stream))
         if pending is not None:  # acked on this pod a moment ago, not written yet
             return pending[2], pending[0]
-        fields = ["subject", "epoch", "seq", "duplicates", "gaps"]
-        subject, epoch, seq, duplicates, gaps = await self.client.hmget(session_key(session_id, stream), fields)
-        if subject is None:  # every pod writes the subject when it issues the id
-            return None, None
-        position = None if epoch is None or seq is None else SessionPosition(
-            epoch=_text(epoch), seq=int(seq), duplicates=int(duplicates or 0), gaps=int(gaps or 0))
-        return _text(subject), position
+        return await self.records.lookup(session_id, stream)
 
     async def connected(self, session_id: str, stream: str, subject: str = "") -> None:
-        key = session_key(session_id, stream)
-        async with self.client.pipeline(transaction=False) as pipe:  # one round trip; no reader needs both at once
-            pipe.hset(key, mapping={"pod": self.pod, "connected_ms": _now_ms(), "stream": stream,
-                                    "subject": subject})
-            pipe.expire(key, self.ttl_seconds)
-            await pipe.execute()
+        await self.records.connected(session_id, stream, pod=self.pod, subject=subject, connected_ms=_now_ms(),
+                                     ttl_seconds=self.ttl_seconds)
 
     def acked(self, session_id: str, stream: str, position: SessionPosition, subject: str = "",
               *, refresh_ttl: bool = True) -> None:
@@ -104,18 +70,11 @@ class SessionStore:
             batch, self._pending = self._pending, {}
         if not batch:
             return
+        acks = [AckRecord(session_id, stream, position, updated_ms, subject, refresh_ttl or only is not None)
+                for (session_id, stream), (position, updated_ms, subject, refresh_ttl) in batch.items()]
         try:
-            async with self.client.pipeline(transaction=False) as pipe:
-                for (session_id, stream), (position, updated_ms, subject, refresh_ttl) in batch.items():
-                    key = session_key(session_id, stream)
-                    pipe.hset(key, mapping={
-                        "epoch": position.epoch, "seq": position.seq, "duplicates": position.duplicates,
-                        "gaps": position.gaps, "pod": self.pod, "updated_ms": updated_ms, "subject": subject,
-                    })
-                    if refresh_ttl or only is not None:
-                        pipe.expire(key, self.ttl_seconds)
-                await pipe.execute()
-        except (RedisError, OSError):
+            await self.records.write(acks, pod=self.pod, ttl_seconds=self.ttl_seconds)
+        except UNAVAILABLE:
             metrics.REDIS_ERRORS.labels(operation="session_flush").inc()
             for item, value in batch.items():  # newer acks that arrived meanwhile win
                 self._pending.setdefault(item, value)
@@ -128,11 +87,14 @@ class SessionStore:
                 await asyncio.sleep(self.flush_interval_s)
                 try:
                     await self.flush()
-                except (RedisError, OSError) as error:
+                except UNAVAILABLE as error:
                     log.warning("session flush failed", extra={"fields": {"error": str(error)}})
         finally:
             if self._pending:
                 try:
                     await asyncio.shield(self.flush())
-                except (RedisError, OSError) as error:
+                except UNAVAILABLE as error:
                     log.warning("last session flush failed", extra={"fields": {"error": str(error)}})
+
+
+__all__ = ["SessionPosition", "SessionStore"]

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 
-from redis.exceptions import RedisError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from sparkwire.gateway import bearer, metrics
 from sparkwire.gateway.hub import StreamHub
+from sparkwire.replaylog.port import UNAVAILABLE
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 
@@ -31,7 +31,7 @@ def descriptor_endpoint(hubs: Mapping[str, StreamHub], auth_secret: str) -> Endp
             return hub
         try:
             document = await hub.log.descriptor()
-        except RedisError:
+        except UNAVAILABLE:
             metrics.REDIS_ERRORS.labels(operation="descriptor").inc()
             return JSONResponse({"error": "redis unavailable"}, status_code=503)
         if document is None:

@@ -14,16 +14,21 @@ Two costs dominated a caught-up connection (docs/benchmarks.md, flame graphs at 
   it as they are parsed, in the protocol's own callback.
 
 Run it with ``uvicorn.Config(ws=SparkwireWebSocketProtocol)``; the ASGI application finds the connection's
-``Wire`` in ``scope["extensions"]``.
+``Wire`` in ``scope["extensions"]``. Under any other ASGI server (or Starlette's ``TestClient``) a connection
+gets an ``AsgiTransport``: the same ``Transport`` interface over plain ASGI ``send`` and ``receive``, with no
+direct path (every live batch goes through the connection's task).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import typing
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from starlette.types import Scope
+from starlette.websockets import WebSocket, WebSocketState
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from websockets.frames import Frame, Opcode
 from websockets.protocol import Protocol, State
@@ -43,13 +48,35 @@ def serialize_text_frames(texts: Sequence[str]) -> bytes:
     return b"".join(Frame(Opcode.TEXT, text.encode()).serialize(mask=False) for text in texts)
 
 
+class Transport(typing.Protocol):
+    """What a connection does on its socket besides ``websocket.send_text`` from its own task."""
+
+    def write(self, frames: bytes) -> bool:
+        """Write a live batch's serialized frames now, from the hub's loop; False: not written (the
+        connection's task sends it instead)."""
+        ...
+
+    def reply(self, text: str) -> bool:
+        """Send one frame (a pong) from the receive callback, ahead of anything the socket is waiting to
+        send; False when it cannot go (the connection is closing, or its client does not read)."""
+        ...
+
+    def listen(self, listener: Listener | None) -> None:
+        """Hand every later client message (and those not yet received) to ``listener`` as it arrives;
+        None stops."""
+        ...
+
+
 class Wire:
-    """What a connection may do on its socket without going through ASGI."""
+    """A uvicorn connection's ``Transport``: writes straight to its asyncio transport."""
 
     __slots__ = ("_protocol",)
 
     def __init__(self, protocol: SparkwireWebSocketProtocol) -> None:
         self._protocol = protocol
+
+    def reply(self, text: str) -> bool:
+        return self.write(serialize_text_frames([text]), urgent=True)
 
     def write(self, frames: bytes, *, urgent: bool = False) -> bool:
         """Write serialized frames now; False (nothing written) when they must not be: the connection is
@@ -74,6 +101,46 @@ class Wire:
 def wire_of(scope: Scope) -> Wire | None:
     wire = (scope.get("extensions") or {}).get(WIRE_EXTENSION)
     return wire if isinstance(wire, Wire) else None
+
+
+class AsgiTransport:
+    """A ``Transport`` over plain ASGI: no direct writes (``write`` declines, so live batches go through the
+    connection's task), pongs sent by a task of their own, and the client's messages read by a task that
+    hands them to the listener. Per connection it costs that task; the uvicorn ``Wire`` costs none."""
+
+    def __init__(self, websocket: WebSocket) -> None:
+        self.websocket = websocket
+        self._reader: asyncio.Task[None] | None = None
+        self._replies: set[asyncio.Task[None]] = set()
+
+    def write(self, frames: bytes) -> bool:
+        return False
+
+    def reply(self, text: str) -> bool:
+        if self.websocket.application_state != WebSocketState.CONNECTED or len(self._replies) > 16:
+            return False  # closing, or pinging faster than its pongs go out
+        task = asyncio.get_running_loop().create_task(self._send(text))
+        self._replies.add(task)
+        task.add_done_callback(self._replies.discard)
+        return True
+
+    async def _send(self, text: str) -> None:
+        with contextlib.suppress(Exception):  # the connection's own task sees the socket's end
+            await self.websocket.send_text(text)
+
+    def listen(self, listener: Listener | None) -> None:
+        if self._reader is not None:
+            self._reader.cancel()
+            self._reader = None
+        if listener is not None:
+            self._reader = asyncio.get_running_loop().create_task(self._read(listener))
+
+    async def _read(self, listener: Listener) -> None:
+        while True:
+            message: Message = dict(await self.websocket.receive())
+            listener(message)
+            if message["type"] == "websocket.disconnect":
+                return
 
 
 class Inbox:

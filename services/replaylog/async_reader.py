@@ -1,6 +1,9 @@
-"""Reads a stream's replay log from asyncio (the gateway): the sync reader's queries and parsing, awaited."""
+"""Reads a stream's replay log from asyncio (the gateway): the sync reader's queries and parsing, awaited;
+and follows it as entries are committed (``follow``: a blocking XREAD). The Redis ``port.StreamLog``."""
 
 from __future__ import annotations
+
+from typing import Any, cast
 
 import redis.asyncio as redis_async
 
@@ -9,6 +12,8 @@ from sparkwire.replaylog.model import Entry, History, Snapshot, StreamMeta
 from sparkwire.replaylog.reader import (
     HISTORY_META_FIELDS,
     SNAPSHOT_META_FIELDS,
+    entry_id,
+    parse_entry,
     parse_history,
     parse_meta,
     parse_range,
@@ -24,6 +29,11 @@ class AsyncReplayLogReader:
 
     async def meta(self) -> StreamMeta:
         return parse_meta(await self.client.hgetall(self.keys.meta))
+
+    async def follow(self, after_seq: int, count: int, block_ms: int) -> list[Entry]:
+        """Up to ``count`` entries after ``after_seq``, waiting up to ``block_ms`` for one (XREAD BLOCK)."""
+        response = await self.client.xread({self.keys.log: entry_id(after_seq)}, count=count, block=block_ms)
+        return [parse_entry(raw_id, fields) for raw_id, fields in _xread_entries(response)] if response else []
 
     async def read_after(self, seq: int, count: int) -> list[Entry]:
         """Up to ``count`` entries with a seq greater than ``seq``, in order."""
@@ -54,3 +64,9 @@ class AsyncReplayLogReader:
         """The stream's descriptor (JSON text) as its writer stored it; None when it wrote none."""
         raw = await self.client.get(self.keys.descriptor)
         return None if raw is None else (raw.decode() if isinstance(raw, bytes) else str(raw))
+
+
+def _xread_entries(response: Any) -> list[tuple[bytes, dict[bytes, bytes]]]:
+    """The entries of a one-stream XREAD reply, RESP2 (list of [key, entries]) or RESP3 (map)."""
+    per_stream = response.values() if isinstance(response, dict) else [entries for _, entries in response]
+    return [entry for entries in per_stream for entry in cast("list[tuple[bytes, dict[bytes, bytes]]]", entries)]

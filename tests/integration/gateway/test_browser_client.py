@@ -11,7 +11,6 @@ from typing import Any
 import redis as redis_lib
 from playwright.sync_api import Browser, Page
 
-from sparkwire.gateway.sessions import session_key
 from sparkwire.protocol.close_codes import CLOSE_SPECS, CloseCode, is_resumable
 from sparkwire.protocol.server_frames import (
     Welcome,
@@ -23,6 +22,7 @@ from sparkwire.protocol.server_frames import (
 )
 from sparkwire.replaylog import ReplayLogReader
 from sparkwire.replaylog.model import Entry, Snapshot, StateItem
+from sparkwire.replaylog.sessions import session_key
 from sparkwire.stack import NginxBalancer, RedisServer
 
 from .browser import WAIT_MS, deliver, events, open_page, scripted_page, sent_acks, socket_opened, start_client

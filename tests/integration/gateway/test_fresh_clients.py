@@ -25,7 +25,7 @@ import redis as redis_lib
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
-from sparkwire.gateway.sessions import session_key
+from sparkwire.replaylog.sessions import session_key
 from sparkwire.stack import Committer, GatewayProcess, RedisServer
 
 from .conftest import wait_for

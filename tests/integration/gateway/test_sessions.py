@@ -8,7 +8,8 @@ import time
 
 import redis.asyncio as redis_async
 
-from sparkwire.gateway.sessions import SessionPosition, SessionStore, session_key
+from sparkwire.gateway.sessions import SessionPosition, SessionStore
+from sparkwire.replaylog.sessions import RedisSessionRecords, session_key
 from sparkwire.stack import RedisServer
 
 
@@ -19,7 +20,7 @@ def test_acks_are_flushed_in_batches_newest_first_and_one_session_on_demand(
 
     async def run() -> None:
         client = redis_async.Redis.from_url(redis_server.url)
-        store = SessionStore(client, ttl_seconds=60, pod="pod-a", flush_interval_s=3600)
+        store = SessionStore(RedisSessionRecords(client), ttl_seconds=60, pod="pod-a", flush_interval_s=3600)
         for n in range(300):
             store.acked(f"s{n % 100}", unique_name, SessionPosition("e1", n, duplicates=n % 3))
         assert sync.exists(session_key("s1", unique_name)) == 0, "nothing written before a flush"
@@ -45,7 +46,7 @@ def test_acks_renew_the_ttl_only_when_asked_and_a_connections_end_always_does(
 
     async def run() -> None:
         client = redis_async.Redis.from_url(redis_server.url)
-        store = SessionStore(client, ttl_seconds=600, pod="pod-a", flush_interval_s=3600)
+        store = SessionStore(RedisSessionRecords(client), ttl_seconds=600, pod="pod-a", flush_interval_s=3600)
         await store.connected("s1", unique_name)
         sync.expire(key, 100)  # as if set long ago
         store.acked("s1", unique_name, SessionPosition("e1", 1), refresh_ttl=False)
@@ -70,13 +71,14 @@ def test_one_lookup_tells_who_a_session_was_issued_to_and_its_last_ack(
 ) -> None:
     async def run() -> list[object]:
         client = redis_async.Redis.from_url(redis_server.url)
-        store = SessionStore(client, ttl_seconds=600, pod="pod-a", flush_interval_s=3600)
+        store = SessionStore(RedisSessionRecords(client), ttl_seconds=600, pod="pod-a", flush_interval_s=3600)
         found: list[object] = [await store.lookup("never-issued", unique_name)]
         await store.connected("s1", unique_name, subject="alice")
         found.append(await store.lookup("s1", unique_name))  # issued, nothing acked yet
         store.acked("s1", unique_name, SessionPosition("e1", 7, gaps=1), "alice")
         await store.flush()
-        other_pod = SessionStore(client, ttl_seconds=600, pod="pod-b")  # nothing pending: read from Redis
+        # nothing pending on this pod: read from Redis
+        other_pod = SessionStore(RedisSessionRecords(client), ttl_seconds=600, pod="pod-b")
         found.append(await other_pod.lookup("s1", unique_name))
         await client.aclose()
         return found

@@ -14,7 +14,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 
 from sparkwire.gateway.replication_watch import ReplicationWatch
-from sparkwire.replaylog.replication import ReplicationStatus
+from sparkwire.replaylog.replication import ReplicationStatus, read_replication_async
 
 
 def sample(name: str, **labels: str) -> float:
@@ -47,7 +47,7 @@ class FakeRedis:
 
 
 def watch_of(fake: FakeRedis, **kwargs: float) -> ReplicationWatch:
-    return ReplicationWatch(cast("redis_async.Redis", fake), **kwargs)
+    return ReplicationWatch(lambda: read_replication_async(cast("redis_async.Redis", fake)), **kwargs)
 
 
 def test_the_gauges_show_the_primary_s_replicas_and_their_largest_lag() -> None:
@@ -102,6 +102,6 @@ def test_a_poll_that_hangs_times_out() -> None:
             await asyncio.sleep(10)
             raise AssertionError("not reached")
 
-    watch = ReplicationWatch(cast("redis_async.Redis", Hanging()), timeout_s=0.01)
+    watch = ReplicationWatch(lambda: read_replication_async(cast("redis_async.Redis", Hanging())), timeout_s=0.01)
     with pytest.raises(TimeoutError):
         asyncio.run(watch.poll())

@@ -1,0 +1,113 @@
+"""The log port: everything a gateway asks of the store behind it — a stream's log and state, the clients'
+sessions, the store's health — as one interface, like centrifuge's ``Broker`` and ``PresenceManager``.
+
+Two implementations: Redis (``redis_backend.RedisBackend``, what pods run on) and memory
+(``memory.MemoryBackend``, for tests that drive a gateway in process). The gateway holds a ``LogBackend``
+and never a Redis client: every Redis command lives in this package. A store's failures surface as the
+errors of ``UNAVAILABLE``, which the gateway answers with 4503 (or 503) and its readers back off from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from redis.exceptions import RedisError
+
+from sparkwire.replaylog.model import Entry, History, Snapshot, StreamMeta
+from sparkwire.replaylog.replication import ReplicationStatus
+
+# What a store raises when it cannot answer now (the memory store never does).
+UNAVAILABLE: tuple[type[Exception], ...] = (RedisError, OSError)
+
+
+class StreamLog(Protocol):
+    """One stream's committed log, read by a gateway (written only by ``ReplayLogWriter``)."""
+
+    async def meta(self) -> StreamMeta: ...
+
+    async def follow(self, after_seq: int, count: int, block_ms: int) -> list[Entry]:
+        """Up to ``count`` entries after ``after_seq``, waiting up to ``block_ms`` for one to be committed;
+        empty when none came."""
+        ...
+
+    async def read_after(self, seq: int, count: int) -> list[Entry]:
+        """Up to ``count`` entries with a seq greater than ``seq``, in order, without waiting."""
+        ...
+
+    async def snapshot(self) -> Snapshot:
+        """The latest item per key and the seq it is consistent with, read at one instant."""
+        ...
+
+    async def history(self, last: int) -> History:
+        """The last ``last`` entries and the state they end at, read at one instant."""
+        ...
+
+    async def descriptor(self) -> str | None:
+        """The stream's descriptor (JSON text) as its writer stored it; None when it wrote none."""
+        ...
+
+
+@dataclass(frozen=True)
+class SessionPosition:
+    """The last ack of a session, and the duplicate and gap counts its client reported with it."""
+
+    epoch: str
+    seq: int
+    duplicates: int = 0
+    gaps: int = 0
+
+
+@dataclass(frozen=True)
+class AckRecord:
+    """One session's latest ack, as written: ``renew_ttl`` restarts its time to live."""
+
+    session_id: str
+    stream: str
+    position: SessionPosition
+    updated_ms: int
+    subject: str
+    renew_ttl: bool
+
+
+class SessionRecords(Protocol):
+    """Client sessions shared by every pod: who a session id was issued to and its last ack."""
+
+    async def lookup(self, session_id: str, stream: str) -> tuple[str | None, SessionPosition | None]:
+        """The subject the session was issued to (None if no pod knows the id: never issued, or expired)
+        and its last ack (None before the first), in one round trip."""
+        ...
+
+    async def connected(self, session_id: str, stream: str, *, pod: str, subject: str, connected_ms: int,
+                        ttl_seconds: int) -> None:
+        """The session is served by ``pod`` from now (issued to ``subject``); its time to live restarts."""
+        ...
+
+    async def write(self, acks: Sequence[AckRecord], *, pod: str, ttl_seconds: int) -> None:
+        """The acks, in one round trip."""
+        ...
+
+
+class LogBackend(Protocol):
+    """The store a gateway runs on."""
+
+    def stream(self, name: str) -> StreamLog: ...
+
+    @property
+    def sessions(self) -> SessionRecords: ...
+
+    async def ping(self) -> None:
+        """Return when the store answers; raise one of ``UNAVAILABLE`` when it does not."""
+        ...
+
+    async def replication(self) -> ReplicationStatus:
+        """How the store replicates (a lone store: a primary with no replicas)."""
+        ...
+
+    async def close(self) -> None:
+        """Release the store's connections (a pod shutting down)."""
+        ...
+
+
+__all__ = ["UNAVAILABLE", "AckRecord", "LogBackend", "SessionPosition", "SessionRecords", "StreamLog"]
