@@ -10,6 +10,7 @@ from pathlib import Path
 
 import redis as redis_lib
 
+from sparkwire.protocol import CLOSE_SPECS, PROTOCOL_VERSION
 from sparkwire.replaylog import ReplayLogReader
 
 from .conftest import Committer, GatewayProcess
@@ -55,3 +56,16 @@ def test_the_client_under_node_applies_live_entries_exactly_once(
               for entry in ReplayLogReader(redis, unique_name).read_after(seqs[0] - 1, count=100)}
     assert applied == [(seq, logged[seq]) for seq in seqs]
     assert report["stats"]["duplicates"] == 0 and report["stats"]["gaps"] == 0
+
+
+def test_the_package_s_close_codes_and_version_are_the_protocol_s() -> None:
+    """The browser client's table (code -> [name, resumable]) against the protocol's, in Node: no browser."""
+    exported = subprocess.run(
+        ["node", "--input-type=module", "-e",
+         "const m = await import('./sparkwire-client.js');"
+         "console.log(JSON.stringify({codes: m.CLOSE_CODES, version: m.PROTOCOL_VERSION}))"],
+        cwd=PACKAGE, capture_output=True, text=True, timeout=60, check=True).stdout
+    document = json.loads(exported)
+    assert document["version"] == PROTOCOL_VERSION
+    assert {int(code): tuple(spec) for code, spec in document["codes"].items()} == {
+        int(code): (code.name.lower(), spec.resumable) for code, spec in CLOSE_SPECS.items()}
