@@ -10,7 +10,7 @@ import pytest
 import redis as redis_lib
 
 from sparkwire.client import StreamClient
-from sparkwire.gateway.sessions import session_key
+from sparkwire.replaylog.sessions import session_key
 from sparkwire.stack import Committer
 
 from .conftest import Cluster, FaultLoop, kill_and_restart_one, run_clients
