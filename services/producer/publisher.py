@@ -13,6 +13,12 @@ from confluent_kafka import KafkaError, Message, Producer
 
 from sparkwire.producer.events import ProducedRecord, RecordKind
 
+# How long librdkafka keeps retrying a record before it reports it failed (its `message.timeout.ms`, set
+# explicitly so the final flush can wait exactly as long): a broker rescheduled by a node drain was away for
+# over two minutes in the kind suite, and a flush that gave up after 60 s failed a producer librdkafka would
+# have carried through.
+DELIVERY_TIMEOUT_S = 300
+
 _COUNTER_OF_KIND: dict[RecordKind, str] = {
     "event": "events", "duplicate": "duplicates", "malformed": "malformed", "late": "late", "heartbeat": "heartbeats",
 }
@@ -46,6 +52,7 @@ def make_producer(bootstrap: str, extra: dict[str, Any] | None = None) -> Produc
         # With these, the producer moves to the new leader within seconds of its election instead.
         "request.timeout.ms": 5000,
         "topic.metadata.refresh.interval.ms": 2000,
+        "message.timeout.ms": DELIVERY_TIMEOUT_S * 1000,
     }
     config.update(extra or {})
     return Producer(config)
@@ -93,7 +100,9 @@ def publish(
             counter = _COUNTER_OF_KIND[record.kind]
             setattr(stats, counter, getattr(stats, counter) + 1)
     finally:
-        remaining = producer.flush(60)
+        # Every record is delivered or reported failed within the delivery timeout: waiting that long (and a
+        # little more) neither hangs nor gives up on a record librdkafka is still retrying.
+        remaining = producer.flush(DELIVERY_TIMEOUT_S + 10)
         if sink is not None:
             sink.close()
     if remaining or errors:

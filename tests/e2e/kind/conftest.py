@@ -58,6 +58,7 @@ from kubernetes.client.exceptions import ApiException
 from sparkwire.client import StreamClient
 from sparkwire.gateway.auth import issue_token
 from sparkwire.producer.events import GeneratorConfig, generate
+from sparkwire.producer.publisher import DELIVERY_TIMEOUT_S
 from sparkwire.replaylog import ReplayLogReader
 from sparkwire.replaylog.model import Entry, StreamMeta
 from sparkwire.verify import WindowResult, check_seqs, compare, expected_results
@@ -96,6 +97,9 @@ RELEASE_ENV_KEYS = ("SPARKWIRE_GATEWAY_IMAGE_REPOSITORY", "SPARKWIRE_GATEWAY_IMA
 
 PRODUCE_SECONDS = 60
 RESULTS_TIMEOUT = 300  # a lost driver: the operator's retry interval, a new driver pod, Spark's start
+# After its last record a producer Job may flush for as long as librdkafka retries a record (a broker being
+# rescheduled), then its pod stops and the Job reports.
+PRODUCER_GRACE_S = DELIVERY_TIMEOUT_S + 60
 
 
 # --- progress lines ---------------------------------------------------------------------------------------
@@ -857,10 +861,10 @@ def scenario(kube: Kube, redis_link: RedisLink, release: Release, faults: FaultL
         progress(f"{clients} clients connected; producing {production.count} events over {seconds:.0f}s")
         start_producer(kube, release, production)
         if faults is None:
-            wait_producer(kube, production, timeout=seconds + 120)
+            wait_producer(kube, production, timeout=seconds + PRODUCER_GRACE_S)
         else:
             with faults:
-                wait_producer(kube, production, timeout=seconds + 120)
+                wait_producer(kube, production, timeout=seconds + PRODUCER_GRACE_S)
         progress("producer done")
         after()
         wait_for_results(redis_link, release, production, timeout=results_timeout)

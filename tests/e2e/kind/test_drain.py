@@ -44,17 +44,20 @@ from .nodes import CONTROL_PLANE, cordon, move_driver_and_a_gateway_onto, node_o
 pytestmark = pytest.mark.slow
 
 GATEWAY_MAX_UNAVAILABLE = 1  # the chart's gateway.podDisruptionBudget.maxUnavailable
+KAFKA_SELECTOR = f"{RELEASE_SELECTOR},app.kubernetes.io/component=kafka"
 
 
 class Drain:
     """Ticks of a FaultLoop (every second): at the 3rd, `kubectl drain` starts in a thread; every tick
-    counts the Ready gateways while it runs."""
+    counts the Ready gateways while it runs, and from then on notes whether a Kafka broker is Ready (a
+    single broker on the drained node is away until its StatefulSet's new pod starts elsewhere)."""
 
     def __init__(self, kube: Kube, node: str) -> None:
         self.kube = kube
         self.node = node
         self.tick = 0
         self.ready_gateways: list[int] = []
+        self.kafka_unready_ticks = 0
         self.result: subprocess.CompletedProcess[str] | None = None
         self.seconds = 0.0
         self._thread = threading.Thread(target=self._drain, daemon=True)
@@ -78,6 +81,8 @@ class Drain:
             self._thread.start()
         elif self.running:
             self.ready_gateways.append(len(self.kube.ready_pods(GATEWAY_SELECTOR)))
+        if self.tick >= 3 and not self.kube.ready_pods(KAFKA_SELECTOR):
+            self.kafka_unready_ticks += 1
 
     def wait(self, timeout: float = 400) -> subprocess.CompletedProcess[str]:
         self._thread.join(timeout)
@@ -130,7 +135,8 @@ def test_a_worker_drained_under_load(kube: Kube, release: Release, redis_link: R
         assert after.epoch == epoch, f"a new epoch: {epoch} -> {after}"
         blocked = drain.result.stderr.count("disruption budget")
         progress(f"{victim} drained in {drain.seconds:.0f} s under load; Ready gateways never below "
-                 f"{min(drain.ready_gateways)}; evictions held back by a PodDisruptionBudget: {blocked}")
+                 f"{min(drain.ready_gateways)}; evictions held back by a PodDisruptionBudget: {blocked}; "
+                 f"no Kafka broker Ready for ~{drain.kafka_unready_ticks} s")
     finally:
         cordon(kube, victim, False)
         kube.note(f"uncordoned {victim}")

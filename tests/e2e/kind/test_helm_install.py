@@ -28,6 +28,7 @@ from .conftest import (
     GATEWAY_SELECTOR,
     HTTP,
     NAMESPACE,
+    PRODUCER_GRACE_S,
     REDIS_CLAIM,
     REDIS_SELECTOR,
     RELEASE,
@@ -183,7 +184,7 @@ def test_first_install(kube: Kube, tools: Tools) -> None:
         assert link.log(release.stream) == [], "a first install starts with an empty stream"
         production = new_production(release, PRODUCE_SECONDS, [])
         start_producer(kube, release, production)
-        wait_producer(kube, production, timeout=PRODUCE_SECONDS + 120)
+        wait_producer(kube, production, timeout=PRODUCE_SECONDS + PRODUCER_GRACE_S)
         wait_for_results(link, release, production, timeout=RESULTS_TIMEOUT)
         log = link.log(release.stream)
         assert_log_exactly_once(log, production, release)
