@@ -19,16 +19,17 @@ from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket
 
 from sparkwire.gateway import bearer, metrics
-from sparkwire.gateway.connection import Close, Connection, ConnectionSettings
+from sparkwire.gateway.connection import Connection
+from sparkwire.gateway.ending import send_close
 from sparkwire.gateway.history import history_endpoint
 from sparkwire.gateway.hub import StreamHub
 from sparkwire.gateway.replication_watch import POLL_INTERVAL_S, ReplicationWatch
 from sparkwire.gateway.sessions import SessionStore
+from sparkwire.gateway.settings import ConnectionSettings
 from sparkwire.gateway.streams import descriptor_endpoint, streams_endpoint
 from sparkwire.gateway.tasks import cancel_and_wait
 from sparkwire.gateway.wire import AsgiTransport, wire_of
-from sparkwire.protocol.close_codes import CloseCode, close_reason
-from sparkwire.protocol.server_frames import encode_error
+from sparkwire.protocol.close_codes import CloseCode
 from sparkwire.replaylog.port import UNAVAILABLE, LogBackend
 
 # The live demo page and its scripts.
@@ -68,9 +69,7 @@ class Gateway:
 
 async def _refuse(websocket: WebSocket, code: CloseCode, reason: str) -> None:
     await websocket.accept()  # accept first: a close code is only visible to a client on an open socket
-    if code.error_frame_first:
-        await websocket.send_text(encode_error(code, reason))
-    await websocket.close(code=int(code), reason=close_reason(reason))
+    await send_close(websocket, code, reason)
     metrics.CLOSES.labels(code=str(int(code))).inc()
 
 
@@ -183,4 +182,4 @@ def create_app(gateway: Gateway) -> Starlette:
     )
 
 
-__all__ = ["Close", "Gateway", "create_app"]
+__all__ = ["Gateway", "create_app"]

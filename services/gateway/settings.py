@@ -1,23 +1,50 @@
-"""``sparkwire gateway`` options: flags with matching ``SPARKWIRE_*`` environment variables."""
+"""``sparkwire gateway`` options (flags with matching ``SPARKWIRE_*`` environment variables) and the
+settings every connection gets from them."""
 
 from __future__ import annotations
 
 import argparse
 import socket
+from dataclasses import dataclass
 
 from sparkwire.gateway.auth import MIN_SECRET_BYTES
-from sparkwire.gateway.connection import ConnectionSettings
 from sparkwire.options import add_option, non_negative_int, parse_bool, positive_int
 from sparkwire.protocol.limits import (
     DEFAULT_ACK_EVERY,
     DEFAULT_ACK_INTERVAL_MS,
     DEFAULT_ACKS_PER_SECOND,
     HELLO_TIMEOUT_S,
+    MAX_ACK_INTERVAL_MS,
     MAX_CLIENT_FRAME_BYTES,
     MAX_SERVER_FRAME_BYTES,
     PING_INTERVAL_S,
     PONG_TIMEOUT_S,
 )
+
+
+@dataclass(frozen=True)
+class ConnectionSettings:
+    """What every connection of a pod is configured with (``connection_settings`` builds it from the options)."""
+
+    ack_every: int
+    ack_interval_ms: int
+    hello_timeout_s: float
+    max_client_frame_bytes: int
+    max_server_frame_bytes: int
+    page_size: int
+    auth_secret: str
+    ping_interval_s: float = PING_INTERVAL_S
+    pong_timeout_s: float = PONG_TIMEOUT_S
+    acks_per_second: int = DEFAULT_ACKS_PER_SECOND
+
+    def ack_policy(self, connections: int) -> tuple[int, int]:
+        """(ackEvery, ackIntervalMs) to ask of a client joining a pod that holds ``connections``: the
+        configured ones, stretched so that all clients together ack about ``acks_per_second`` times a
+        second. Acks only move the server-side bookmark (clients resume from their cursors), and parsing
+        and storing them was the pod's largest cost after the sends at 5,000 clients."""
+        stretch = max(1.0, connections / self.acks_per_second)
+        interval_ms = min(int(self.ack_interval_ms * stretch), max(MAX_ACK_INTERVAL_MS, self.ack_interval_ms))
+        return int(self.ack_every * interval_ms / self.ack_interval_ms), interval_ms
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -24,11 +24,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from starlette.types import Scope
-from starlette.websockets import WebSocket, WebSocketState
+from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from websockets.frames import Frame, Opcode
 from websockets.protocol import Protocol, State
@@ -57,8 +57,9 @@ class Transport(typing.Protocol):
         ...
 
     def reply(self, text: str) -> bool:
-        """Send one frame (a pong) from the receive callback, ahead of anything the socket is waiting to
-        send; False when it cannot go (the connection is closing, or its client does not read)."""
+        """Send one frame (a pong) from the receive callback, without waiting for the connection's task (the
+        uvicorn ``Wire`` writes it at once, ahead of anything queued; the ASGI transport sends it from a task
+        of its own); False when it cannot go (the connection is closing, or its client does not read)."""
         ...
 
     def listen(self, listener: Listener | None) -> None:
@@ -96,6 +97,16 @@ class Wire:
         """Hand every later client message (and those not yet received) to ``listener`` as it arrives,
         instead of queueing it for ``receive()``; None goes back to queueing."""
         self._protocol.listen(listener)
+
+
+def payload(message: Mapping[str, Any]) -> str | bytes:
+    """A client message's text or bytes; a disconnect raises ``WebSocketDisconnect``."""
+    if message["type"] == "websocket.disconnect":
+        raise WebSocketDisconnect(int(str(message.get("code", 1000))))
+    text, data = message.get("text"), message.get("bytes")
+    if isinstance(text, str):
+        return text
+    return data if isinstance(data, bytes) else b""
 
 
 def wire_of(scope: Scope) -> Wire | None:

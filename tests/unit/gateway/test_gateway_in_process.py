@@ -13,8 +13,8 @@ import pytest
 from starlette.testclient import TestClient, WebSocketTestSession
 
 from sparkwire.gateway.app import Gateway, create_app
-from sparkwire.gateway.connection import ConnectionSettings
 from sparkwire.gateway.sessions import SessionStore
+from sparkwire.gateway.settings import ConnectionSettings
 from sparkwire.protocol import (
     Ack,
     CloseCode,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sparkwire.gateway.connection import ConnectionSettings
+from sparkwire.gateway.settings import ConnectionSettings
 from sparkwire.protocol.limits import MAX_ACK_INTERVAL_MS
 
 

@@ -1,0 +1,108 @@
+"""A connection's first steps: its hello (in time, well formed, a valid token), the session it may adopt,
+then the welcome and, when the client cannot resume, a snapshot.
+
+Split in two around the hub subscription: ``admit`` runs before it (nothing of the log read yet), ``start``
+after it, so nothing committed between the two can be missed. The decision itself is ``decide_start`` in
+``recovery.py``, a pure function; this module does the I/O around it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from dataclasses import dataclass
+
+from starlette.websockets import WebSocket
+
+from sparkwire.gateway import metrics
+from sparkwire.gateway.auth import Grant, check_token
+from sparkwire.gateway.ending import Close
+from sparkwire.gateway.hub import StreamHub
+from sparkwire.gateway.recovery import decide_start
+from sparkwire.gateway.sessions import SessionPosition, SessionStore
+from sparkwire.gateway.settings import ConnectionSettings
+from sparkwire.gateway.wire import payload
+from sparkwire.protocol.client_frames import Hello, ProtocolError, parse_client_frame
+from sparkwire.protocol.close_codes import CloseCode
+from sparkwire.protocol.server_frames import Welcome, encode_snapshot, encode_welcome
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """A client let in: its hello, its token's grant (None without auth) and the session it holds, with that
+    session's last ack when it adopted an existing one."""
+
+    hello: Hello
+    grant: Grant | None
+    session_id: str
+    stored: SessionPosition | None
+
+    @property
+    def subject(self) -> str:
+        return self.grant.subject if self.grant else ""
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    """Where the connection starts: the epoch its frames carry (empty for a stream not yet written) and the
+    seq after which entries are due (the resumed cursor, or the snapshot's seq)."""
+
+    epoch: str
+    after: int
+
+
+async def admit(websocket: WebSocket, stream: str, sessions: SessionStore,
+                settings: ConnectionSettings) -> Admission:
+    """The hello, its token checked for ``stream``, and the session: raises ``Close``, ``ProtocolError`` or
+    ``AuthError`` for a client that may not go on."""
+    hello = await _receive_hello(websocket, settings)
+    grant = check_token(hello.token, settings.auth_secret, stream) if settings.auth_secret else None
+    subject = grant.subject if grant else ""
+    # Keep the hello's session id only if a pod issued it for this stream to the same subject; any other
+    # id gets a fresh one, so a client cannot take over a session by naming it.
+    if hello.session is not None:
+        owner, stored = await sessions.lookup(hello.session, stream)
+        if owner == subject:
+            return Admission(hello, grant, hello.session, stored)
+    return Admission(hello, grant, uuid.uuid4().hex, None)
+
+
+async def start(websocket: WebSocket, hub: StreamHub, sessions: SessionStore, settings: ConnectionSettings,
+                admission: Admission) -> Start:
+    """Mark the session connected, send the welcome, and the snapshot when the client cannot resume."""
+    meta = await hub.meta()
+    # Used even with a cursor: its counts are the baseline of the cumulative ones the acks carry.
+    stored = admission.stored
+    plan = decide_start(admission.hello.cursor, stored.seq if stored else None, meta,
+                        session_epoch=stored.epoch if stored else None)
+    await sessions.connected(admission.session_id, hub.stream, admission.subject)
+    ack_every, ack_interval_ms = settings.ack_policy(len(hub.subscriptions))
+    await websocket.send_text(encode_welcome(Welcome(
+        session=admission.session_id, epoch=meta.epoch, head_seq=meta.last_seq, recovered=plan.recovered,
+        reset=None if plan.reset == "none" else plan.reset, ack_every=ack_every, ack_interval_ms=ack_interval_ms,
+    )))
+    if plan.after_seq is not None:
+        return Start(meta.epoch, plan.after_seq)
+    metrics.RESETS.labels(stream=hub.stream, reason=plan.reset).inc()
+    snapshot = await hub.log.snapshot()
+    for frame in encode_snapshot(snapshot, settings.max_server_frame_bytes):
+        await websocket.send_text(frame)
+    return Start(snapshot.epoch, snapshot.seq)
+
+
+async def _receive_hello(websocket: WebSocket, settings: ConnectionSettings) -> Hello:
+    try:
+        async with asyncio.timeout(settings.hello_timeout_s):
+            message = await websocket.receive()
+    except TimeoutError:
+        raise Close(CloseCode.TIMEOUT, "no hello in time") from None
+    frame = parse_client_frame(payload(message), settings.max_client_frame_bytes)
+    if not isinstance(frame, Hello):
+        raise ProtocolError(CloseCode.PROTOCOL_VIOLATION, "the first frame must be a hello")
+    return frame
+
+
+def expiry_monotonic(grant: Grant | None) -> float | None:
+    """The token's expiry on the monotonic clock the sender wakes by (None without auth)."""
+    return None if grant is None else time.monotonic() + grant.expires_at - time.time()

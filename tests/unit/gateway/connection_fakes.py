@@ -1,0 +1,91 @@
+"""A socket and a transport that record what a connection's parts do with them, the settings those parts
+get, and a stream hub over the in-memory log: enough to run each part alone, with no server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any, cast
+
+from starlette.websockets import WebSocket
+
+from sparkwire.gateway.hub import StreamHub
+from sparkwire.gateway.settings import ConnectionSettings
+from sparkwire.gateway.wire import Listener, Message
+from sparkwire.protocol import ServerFrame, parse_server_frame
+from sparkwire.replaylog.memory import MemoryStreamLog
+from sparkwire.replaylog.model import Record
+
+STREAM = "metrics"
+
+
+class FakeSocket:
+    """What a connection calls on its Starlette ``WebSocket``; ``send_text`` blocks forever with ``stuck``."""
+
+    def __init__(self, *incoming: str, stuck: bool = False) -> None:
+        self.incoming: asyncio.Queue[Message] = asyncio.Queue()
+        for text in incoming:
+            self.incoming.put_nowait({"type": "websocket.receive", "text": text})
+        self.sent: list[str] = []
+        self.closed: tuple[int, str] | None = None
+        self.stuck = stuck
+
+    async def receive(self) -> Message:
+        return await self.incoming.get()
+
+    async def send_text(self, text: str) -> None:
+        if self.stuck:
+            await asyncio.Event().wait()
+        self.sent.append(text)
+
+    async def close(self, code: int = 1000, reason: str | None = None) -> None:
+        self.closed = (code, reason or "")
+
+    def frames(self) -> list[ServerFrame]:
+        return [parse_server_frame(text) for text in self.sent]
+
+    def entry_seqs(self) -> list[int]:
+        return [entry["seq"] for text in self.sent if json.loads(text).get("type") == "entries"
+                for entry in json.loads(text)["entries"]]
+
+    def as_websocket(self) -> WebSocket:
+        return cast(WebSocket, self)
+
+
+class FakeWire:
+    """A ``Transport`` with no direct path (as plain ASGI) that records pongs; ``accepts`` says whether a
+    reply can go."""
+
+    def __init__(self, accepts: bool = True) -> None:
+        self.accepts = accepts
+        self.replies: list[str] = []
+        self.listener: Listener | None = None
+
+    def write(self, frames: bytes) -> bool:
+        return False
+
+    def reply(self, text: str) -> bool:
+        if self.accepts:
+            self.replies.append(text)
+        return self.accepts
+
+    def listen(self, listener: Listener | None) -> None:
+        self.listener = listener
+
+
+def settings(**changes: Any) -> ConnectionSettings:
+    values: dict[str, Any] = {
+        "ack_every": 10, "ack_interval_ms": 1000, "hello_timeout_s": 5.0, "max_client_frame_bytes": 8192,
+        "max_server_frame_bytes": 1 << 20, "page_size": 8, "auth_secret": "",
+    }
+    return ConnectionSettings(**{**values, **changes})
+
+
+async def hub_with(entries: int) -> StreamHub:
+    """A hub (not running: no live feed) over an in-memory log holding ``entries`` results, one key per five."""
+    log = MemoryStreamLog()
+    if entries:
+        await log.commit([Record(f"r{n}", f"k{n % 5}", json.dumps({"n": n})) for n in range(1, entries + 1)])
+    hub = StreamHub(log, STREAM, ring_size=16)
+    hub.epoch = log.epoch
+    return hub
