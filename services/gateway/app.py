@@ -26,9 +26,10 @@ from sparkwire.gateway.hub import StreamHub
 from sparkwire.gateway.replication_watch import POLL_INTERVAL_S, ReplicationWatch
 from sparkwire.gateway.sessions import SessionStore
 from sparkwire.gateway.settings import ConnectionSettings
+from sparkwire.gateway.sse import SseEndpoints
 from sparkwire.gateway.streams import descriptor_endpoint, streams_endpoint
 from sparkwire.gateway.tasks import cancel_and_wait
-from sparkwire.gateway.wire import AsgiTransport, wire_of
+from sparkwire.gateway.wire import AsgiTransport, FrameSocket, Transport, wire_of
 from sparkwire.protocol.close_codes import CloseCode
 from sparkwire.replaylog.port import UNAVAILABLE, LogBackend
 
@@ -85,34 +86,45 @@ def _handshake_origin(websocket: WebSocket) -> str | None:
 
 
 def create_app(gateway: Gateway) -> Starlette:
-    async def websocket_endpoint(websocket: WebSocket) -> None:
-        origin = _handshake_origin(websocket)
-        stream = websocket.query_params.get("stream", "")
-        # The allow-list stops other sites' pages. Every browser sends Origin on a WebSocket, so a
-        # request without one comes from a non-browser client, or through a proxy that strips the header
-        # (which would silently switch the check off): refused unless the operator allows it.
+    def refusal(origin: str | None, stream: str) -> tuple[CloseCode, str] | None:
+        """Why this pod does not take a connection (WebSocket or SSE) from ``origin`` to ``stream``, if it
+        does not. The allow-list stops other sites' pages. Every browser sends Origin on a WebSocket (and
+        on a cross-origin POST), so a request without one comes from a non-browser client, or through a
+        proxy that strips the header (which would silently switch the check off): refused unless the
+        operator allows it."""
         if gateway.allowed_origins:
             if origin is None and not gateway.allow_missing_origin:
-                return await _refuse(websocket, CloseCode.POLICY_VIOLATION,
-                                     "an Origin header is required (or --allow-missing-origin)")
+                return CloseCode.POLICY_VIOLATION, "an Origin header is required (or --allow-missing-origin)"
             if origin is not None and origin not in gateway.allowed_origins:
-                return await _refuse(websocket, CloseCode.POLICY_VIOLATION, f"origin {origin!r} not allowed")
-        hub = gateway.hubs.get(stream)
-        if hub is None:
-            return await _refuse(websocket, CloseCode.UNKNOWN_STREAM, f"stream {stream!r} is not served here")
+                return CloseCode.POLICY_VIOLATION, f"origin {origin!r} not allowed"
+        if stream not in gateway.hubs:
+            return CloseCode.UNKNOWN_STREAM, f"stream {stream!r} is not served here"
         if gateway.draining.is_set():
-            return await _refuse(websocket, CloseCode.GOING_AWAY, "pod draining")
+            return CloseCode.GOING_AWAY, "pod draining"
+        return None
+
+    async def serve(socket: FrameSocket, wire: Transport, stream: str) -> None:
+        gateway.open_connections += 1
+        metrics.CONNECTIONS.labels(stream=stream).inc()
+        try:
+            await Connection(socket, wire, gateway.hubs[stream], gateway.sessions, gateway.connection,
+                             gateway.draining).serve()
+        finally:
+            gateway.open_connections -= 1
+            metrics.CONNECTIONS.labels(stream=stream).dec()
+
+    async def websocket_endpoint(websocket: WebSocket) -> None:
+        stream = websocket.query_params.get("stream", "")
+        refused = refusal(_handshake_origin(websocket), stream)
+        if refused is not None:
+            return await _refuse(websocket, *refused)
         # uvicorn with sparkwire's protocol (`sparkwire gateway`): live batches written straight through;
         # any other ASGI server, or Starlette's TestClient: plain ASGI.
         wire = wire_of(websocket.scope) or AsgiTransport(websocket)
         await websocket.accept()
-        gateway.open_connections += 1
-        metrics.CONNECTIONS.labels(stream=stream).inc()
-        try:
-            await Connection(websocket, wire, hub, gateway.sessions, gateway.connection, gateway.draining).serve()
-        finally:
-            gateway.open_connections -= 1
-            metrics.CONNECTIONS.labels(stream=stream).dec()
+        await serve(websocket, wire, stream)
+
+    sse = SseEndpoints(refusal, lambda socket, stream: serve(socket, socket, stream))
 
     async def snapshot(request: Request) -> Response:
         # The stream's whole current state: the same token as a hello, as a bearer header.
@@ -167,6 +179,8 @@ def create_app(gateway: Gateway) -> Starlette:
     return Starlette(
         routes=[
             WebSocketRoute("/ws", websocket_endpoint),
+            Route("/sse", sse.stream_route, methods=["POST"]),
+            Route("/sse/frames", sse.frames_route, methods=["POST"]),
             Route("/snapshot", snapshot),
             Route("/history", history_endpoint(gateway.hubs, gateway.connection.auth_secret)),
             Route("/streams", streams_endpoint(gateway.hubs, gateway.connection.auth_secret)),

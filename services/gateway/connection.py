@@ -10,7 +10,7 @@ import contextlib
 import logging
 import time
 
-from starlette.websockets import WebSocket, WebSocketDisconnect
+from starlette.websockets import WebSocketDisconnect
 
 from sparkwire.gateway import handshake, metrics
 from sparkwire.gateway.auth import AuthError
@@ -20,7 +20,7 @@ from sparkwire.gateway.receiver import Receiver
 from sparkwire.gateway.sender import Sender, Timers
 from sparkwire.gateway.sessions import SessionStore
 from sparkwire.gateway.settings import ConnectionSettings
-from sparkwire.gateway.wire import Transport
+from sparkwire.gateway.wire import FrameSocket, Transport
 from sparkwire.protocol.client_frames import ProtocolError
 from sparkwire.protocol.close_codes import CloseCode
 from sparkwire.replaylog.port import UNAVAILABLE
@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 class Connection:
     __slots__ = ("draining", "hub", "sessions", "settings", "websocket", "wire")
 
-    def __init__(self, websocket: WebSocket, wire: Transport, hub: StreamHub, sessions: SessionStore,
+    def __init__(self, websocket: FrameSocket, wire: Transport, hub: StreamHub, sessions: SessionStore,
                  settings: ConnectionSettings, draining: asyncio.Event) -> None:
         self.websocket = websocket
         self.wire = wire

@@ -6,8 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from starlette.websockets import WebSocket
-
+from sparkwire.gateway.wire import FrameSocket
 from sparkwire.protocol.close_codes import CloseCode, close_reason
 from sparkwire.protocol.server_frames import encode_error
 
@@ -42,7 +41,7 @@ class Close(Exception):
         return cls(code, reason)
 
 
-async def send_close(websocket: WebSocket, code: CloseCode, reason: str) -> None:
+async def send_close(websocket: FrameSocket, code: CloseCode, reason: str) -> None:
     """The close frame (after an ``error`` frame when ``code`` says so), each bounded in time; never raises."""
     if code.error_frame_first:  # behind unread data (a slow or silent client) it may not go out in time
         with contextlib.suppress(Exception):

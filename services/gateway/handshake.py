@@ -13,8 +13,6 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from starlette.websockets import WebSocket
-
 from sparkwire.gateway import metrics
 from sparkwire.gateway.auth import Grant, check_token
 from sparkwire.gateway.ending import Close
@@ -22,7 +20,7 @@ from sparkwire.gateway.hub import StreamHub
 from sparkwire.gateway.recovery import decide_start
 from sparkwire.gateway.sessions import SessionPosition, SessionStore
 from sparkwire.gateway.settings import ConnectionSettings
-from sparkwire.gateway.wire import payload
+from sparkwire.gateway.wire import FrameSocket, payload
 from sparkwire.protocol.client_frames import Hello, ProtocolError, parse_client_frame
 from sparkwire.protocol.close_codes import CloseCode
 from sparkwire.protocol.server_frames import Welcome, encode_snapshot, encode_welcome
@@ -52,7 +50,7 @@ class Start:
     after: int
 
 
-async def admit(websocket: WebSocket, stream: str, sessions: SessionStore,
+async def admit(websocket: FrameSocket, stream: str, sessions: SessionStore,
                 settings: ConnectionSettings) -> Admission:
     """The hello, its token checked for ``stream``, and the session: raises ``Close``, ``ProtocolError`` or
     ``AuthError`` for a client that may not go on."""
@@ -68,7 +66,7 @@ async def admit(websocket: WebSocket, stream: str, sessions: SessionStore,
     return Admission(hello, grant, uuid.uuid4().hex, None)
 
 
-async def start(websocket: WebSocket, hub: StreamHub, sessions: SessionStore, settings: ConnectionSettings,
+async def start(websocket: FrameSocket, hub: StreamHub, sessions: SessionStore, settings: ConnectionSettings,
                 admission: Admission) -> Start:
     """Mark the session connected, send the welcome, and the snapshot when the client cannot resume."""
     meta = await hub.meta()
@@ -91,7 +89,7 @@ async def start(websocket: WebSocket, hub: StreamHub, sessions: SessionStore, se
     return Start(snapshot.epoch, snapshot.seq)
 
 
-async def _receive_hello(websocket: WebSocket, settings: ConnectionSettings) -> Hello:
+async def _receive_hello(websocket: FrameSocket, settings: ConnectionSettings) -> Hello:
     try:
         async with asyncio.timeout(settings.hello_timeout_s):
             message = await websocket.receive()

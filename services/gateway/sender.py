@@ -10,8 +10,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from starlette.websockets import WebSocket
-
 from sparkwire.gateway import metrics
 from sparkwire.gateway.auth import Grant
 from sparkwire.gateway.ending import Close
@@ -19,7 +17,7 @@ from sparkwire.gateway.hub import StreamHub
 from sparkwire.gateway.recovery import ReplayMerger, junction_step
 from sparkwire.gateway.settings import ConnectionSettings
 from sparkwire.gateway.subscription import LiveBatch, LiveEntry, Subscription
-from sparkwire.gateway.wire import Transport
+from sparkwire.gateway.wire import FrameSocket, Transport
 from sparkwire.protocol.client_frames import Ping, encode_heartbeat
 from sparkwire.protocol.close_codes import CloseCode
 from sparkwire.protocol.server_frames import EncodedEntry, encode_entry, pack_entries
@@ -46,7 +44,7 @@ class Sender:
     __slots__ = ("_delivered", "_latency", "epoch", "grant", "hub", "max_frame_bytes", "merger", "settings",
                  "subscription", "timers", "websocket", "wire")
 
-    def __init__(self, websocket: WebSocket, wire: Transport, hub: StreamHub, subscription: Subscription,
+    def __init__(self, websocket: FrameSocket, wire: Transport, hub: StreamHub, subscription: Subscription,
                  settings: ConnectionSettings, timers: Timers, grant: Grant | None, epoch: str, after: int) -> None:
         self.websocket = websocket
         self.wire = wire

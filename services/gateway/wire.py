@@ -48,6 +48,17 @@ def serialize_text_frames(texts: Sequence[str]) -> bytes:
     return b"".join(Frame(Opcode.TEXT, text.encode()).serialize(mask=False) for text in texts)
 
 
+class FrameSocket(typing.Protocol):
+    """What a connection does with its socket from its own task: the WebSocket's (Starlette's
+    ``WebSocket`` is one) or the SSE response's (``sse.SseSocket``)."""
+
+    async def receive(self) -> typing.MutableMapping[str, Any]: ...
+
+    async def send_text(self, data: str) -> None: ...
+
+    async def close(self, code: int = 1000, reason: str | None = None) -> None: ...
+
+
 class Transport(typing.Protocol):
     """What a connection does on its socket besides ``websocket.send_text`` from its own task."""
 
@@ -184,6 +195,9 @@ class Inbox:
 
     def empty(self) -> bool:
         return not self._items
+
+    def __len__(self) -> int:
+        return len(self._items)
 
     def listen(self, listener: Listener | None) -> None:
         self.listener = listener
