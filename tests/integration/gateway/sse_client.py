@@ -53,8 +53,9 @@ async def events(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, str]]:
 
 
 @contextlib.asynccontextmanager
-async def sse_connection(base: str, stream: str, hello: dict[str, Any] | str,
-                         headers: dict[str, str] | None = None) -> AsyncIterator[tuple[SseConversation, asyncio.Task[None]]]:
+async def sse_connection(
+    base: str, stream: str, hello: dict[str, Any] | str, headers: dict[str, str] | None = None
+) -> AsyncIterator[tuple[SseConversation, asyncio.Task[None]]]:
     """An open SSE connection whose frames a background task collects; closed on exit."""
     body = hello if isinstance(hello, str) else json.dumps({"type": "hello", "v": 1, **hello})
     async with httpx2.AsyncClient(timeout=httpx2.Timeout(30, read=None)) as http:
