@@ -95,6 +95,7 @@ export interface SocketLike {
   onopen: ((event: unknown) => void) | null;
   onmessage: ((event: { data: unknown }) => void) | null;
   onclose: ((event: { code: number; reason: string }) => void) | null;
+  onerror?: ((event: unknown) => void) | null;
   send(data: string): void;
   close(code?: number, reason?: string): void;
 }
@@ -119,6 +120,28 @@ export interface SparkwireClientOptions {
   storage?: ClientStorage | null;
   /** The constructor to open connections with; default the global WebSocket. */
   WebSocket?: new (url: string) => SocketLike;
+  /** Default ["websocket", "sse"]: Server-Sent Events when no WebSocket of the client has ever opened. */
+  transports?: Transport[];
+  /** The gateway's SSE URL; default `sse` beside `url`. */
+  sseUrl?: string;
+  /** For SSE; default the global fetch. */
+  fetch?: typeof fetch;
+}
+
+export type Transport = "websocket" | "sse";
+
+/** The protocol over Server-Sent Events (`POST /sse`, frames to `POST /sse/frames`), as a SocketLike. */
+export declare class SseSocket implements SocketLike {
+  constructor(url: string, options?: { fetch?: typeof fetch; affinity?: string });
+  readonly url: string;
+  readonly readyState: number;
+  /** The connection the gateway named (X-Sparkwire-Connection); null until its answer began. */
+  readonly connection: string | null;
+  onopen: ((event: unknown) => void) | null;
+  onmessage: ((event: { data: unknown }) => void) | null;
+  onclose: ((event: { code: number; reason: string }) => void) | null;
+  send(data: string): void;
+  close(code?: number, reason?: string): void;
 }
 
 export interface Terminal {
@@ -141,6 +164,8 @@ export interface ClientStats {
   terminal: Terminal | null;
   cursor: Cursor | null;
   sessionId: string;
+  /** The transport in use (or the next connection's). */
+  transport: Transport;
 }
 
 /** A position read elsewhere (GET /history) to start after. */

@@ -22,7 +22,11 @@
  * `refreshToken` (async () => a fresh JWT: called when the server closes with 4419, token expired; the
  * client then resumes at once with it — without it, 4419 is terminal), `silenceTimeoutMs` 30000 (no frame
  * at all for this long — the server pings every 20 s — means a dead or paused server: resume elsewhere),
- * `WebSocket` (the constructor to open connections with; default the global one, e.g. in Node ≥ 22).
+ * `WebSocket` (the constructor to open connections with; default the global one, e.g. in Node ≥ 22),
+ * `transports` (default ["websocket", "sse"]: when no WebSocket of the client has ever opened — a proxy
+ * that blocks them — it falls back to Server-Sent Events, the same protocol over `POST /sse`, until the
+ * next start(); `stats().transport` says which is in use), `sseUrl`
+ * (default `sse` beside `url`), `fetch` (for SSE; default the global one).
  * Read `client.state` (Map key -> {seq, processingId, data}), `client.cursor` ({epoch, seq} applied),
  * `client.welcome` (the open connection's welcome frame, e.g. its headSeq) and
  * `client.stats()` (connects, duplicates, gaps — also sent in acks —, snapshot resets by reason, closes
@@ -60,6 +64,7 @@ const ABNORMAL_CLOSURE = 1006;  // what a silent server's connection is reported
 const UNANNOUNCED_RESET = "unannounced";  // a snapshot no welcome announced (a restart mid-connection)
 const SESSION_ID = /^[A-Za-z0-9_-]{1,128}$/;
 const OPEN = 1;  // WebSocket.OPEN, the same in every implementation
+const CLOSED = 3;  // WebSocket.CLOSED
 
 /** Whether to reconnect and resume after `code`; unknown codes count as resumable (backoff bounds them). */
 export function isResumable(code) {
@@ -161,6 +166,105 @@ function safely(callback, ...args) {  // an application error must not leave a f
 
 const now = () => performance.now();
 
+/**
+ * The protocol over Server-Sent Events, with the WebSocket interface the client uses (send, close,
+ * readyState, onopen/onmessage/onclose): the first frame sent (the hello) opens `POST /sse` and each event
+ * of its `text/event-stream` answer is a server frame; later frames are posted in order, a batch at a time,
+ * to `POST /sse/frames` for the connection the answer named. The `close` event is the close code; an
+ * answer that ends without one, a failed request, or frames the pod no longer knows of (404: the
+ * connection is gone or the request reached another pod) is a drop (1006): the client resumes.
+ * `affinity` goes with every request (`X-Sparkwire-Affinity`) for proxies that keep a client on one pod.
+ */
+export class SseSocket {
+  constructor(url, { fetch: fetcher = globalThis.fetch, affinity = randomId() } = {}) {
+    // Called unbound: a browser's fetch throws "Illegal invocation" when called as another object's method.
+    [this.url, this.fetch, this.affinity] = [url, (...args) => fetcher(...args), affinity];
+    this.readyState = OPEN;  // frames can be sent at once: the hello is what opens the request
+    this.onopen = this.onmessage = this.onclose = null;
+    this.connection = null;
+    this.outbox = [];
+    this.posting = false;
+    this.aborter = new AbortController();
+    setTimeout(() => { if (this.readyState === OPEN) this.onopen?.({}); });
+  }
+
+  send(text) {
+    if (this.readyState !== OPEN) return;
+    if (!this.started) {
+      this.started = true;
+      this._stream(text).catch((error) => this._end(ABNORMAL_CLOSURE, `event stream failed: ${error}`));
+    } else {
+      this.outbox.push(text);
+      this._post();
+    }
+  }
+
+  close() {
+    if (this.readyState === CLOSED) return;
+    this.readyState = CLOSED;
+    this.aborter.abort();
+  }
+
+  _headers(type) { return { "content-type": type, "x-sparkwire-affinity": this.affinity }; }
+
+  async _stream(hello) {
+    const response = await this.fetch(this.url, { method: "POST", body: hello, headers: this._headers("text/plain"),
+      signal: this.aborter.signal, cache: "no-store", credentials: "same-origin" });
+    if (!response.ok || !response.body) return this._end(ABNORMAL_CLOSURE, `POST /sse answered ${response.status}`);
+    this.connection = response.headers.get("x-sparkwire-connection");
+    this._post();
+    const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buffer = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return this._end(ABNORMAL_CLOSURE, "the event stream ended without a close");
+      buffer += value;
+      let cut;
+      while ((cut = buffer.indexOf("\n\n")) >= 0) {
+        const [block, rest] = [buffer.slice(0, cut), buffer.slice(cut + 2)];
+        buffer = rest;
+        const lines = block.split("\n");
+        const name = lines.find((line) => line.startsWith("event:"))?.slice(6).trim() ?? "message";
+        const fields = lines.filter((line) => line.startsWith("data:"));
+        if (this.readyState !== OPEN) return;
+        if (!fields.length) continue;  // a comment (": …", a proxy's keep-alive): no event
+        const data = fields.map((line) => line.slice(5).replace(/^ /, "")).join("\n");
+        if (name === "close") {
+          const close = JSON.parse(data);
+          return this._end(close.code, close.reason);
+        }
+        this.onmessage?.({ data });
+      }
+    }
+  }
+
+  /** Post what is waiting, one request at a time so that acks arrive in the order they were sent. */
+  async _post() {
+    if (this.posting || !this.connection || !this.outbox.length || this.readyState !== OPEN) return;
+    this.posting = true;
+    const frames = this.outbox.splice(0);
+    const url = new URL("sse/frames", this.url);
+    url.search = new URLSearchParams({ connection: this.connection }).toString();
+    try {
+      const response = await this.fetch(url.href, { method: "POST", body: frames.join("\n"),
+        headers: this._headers("text/plain"), cache: "no-store", credentials: "same-origin" });
+      if (response.status === 404) this._end(ABNORMAL_CLOSURE, "the connection is gone from its pod; resuming");
+      else if (!response.ok) this._end(ABNORMAL_CLOSURE, `POST /sse/frames answered ${response.status}`);
+    } catch (error) {
+      this._end(ABNORMAL_CLOSURE, `POST /sse/frames failed: ${error}`);
+    } finally {
+      this.posting = false;
+    }
+    this._post();
+  }
+
+  _end(code, reason) {
+    if (this.readyState === CLOSED) return;
+    this.close();
+    this.onclose?.({ code, reason });
+  }
+}
+
 export class SparkwireClient {
   constructor(options) {
     if (!options?.stream) throw new TypeError("SparkwireClient needs a stream");
@@ -171,6 +275,16 @@ export class SparkwireClient {
     if (url.protocol === "http:" || url.protocol === "https:") url.protocol = url.protocol.replace("http", "ws");
     url.searchParams.set("stream", this.options.stream);
     this.url = url.href;
+    const sseUrl = new URL(this.options.sseUrl ?? "sse", url);
+    if (sseUrl.protocol === "ws:" || sseUrl.protocol === "wss:") sseUrl.protocol = sseUrl.protocol.replace("ws", "http");
+    sseUrl.searchParams.set("stream", this.options.stream);
+    this.sseUrl = sseUrl.href;
+    this.transports = this.options.transports ?? ["websocket", "sse"];
+    if (!this.transports.length || this.transports.some((t) => t !== "websocket" && t !== "sse")) {
+      throw new TypeError('transports must list "websocket" and/or "sse"');
+    }
+    [this.transport, this.websocketOpened] = [this.transports[0], false];
+    this.affinity = randomId();  // one per client: its SSE requests reach one pod behind a hashing proxy
     this.storage = this.options.storage === undefined ? defaultStorage() : this.options.storage;
     this.storageKey = `sparkwire:${this.options.stream}`;
     this.sessionId = randomId();  // generated now so that the first hello already names it
@@ -209,13 +323,14 @@ export class SparkwireClient {
     return { connects: c.connects, reconnects: Math.max(0, c.opened - 1), connectionFailures: c.connectionFailures,
       duplicates: this.duplicates, gaps: this.gaps, resets: { ...this.resets }, framesReceived: c.framesReceived,
       acksSent: c.acksSent, unknownFrames: c.unknownFrames, closes: { ...this.closes }, terminal: this.terminal,
-      cursor: this.cursor, sessionId: this.sessionId };
+      cursor: this.cursor, sessionId: this.sessionId, transport: this.transport };
   }
 
   start() {
     if (this.running) return;
     this.running = true;
     [this.terminal, this.lastError, this.attempt] = [null, null, 0];
+    [this.transport, this.websocketOpened] = [this.transports[0], false];
     if (this.restored) {
       this.restored = false;
       safely(this.options.onSnapshot, this.state, { epoch: this.epoch, seq: this.lastSeq, reason: "restored" });
@@ -269,17 +384,29 @@ export class SparkwireClient {
   _status(status) { safely(this.options.onStatus, status); }
 
   _connect() {
-    const Socket = this.options.WebSocket ?? globalThis.WebSocket;
-    const conn = { ws: new Socket(this.url), opened: false, welcome: null, snapshotParts: [],
+    const conn = { ws: this._open(), transport: this.transport, opened: false, welcome: null, snapshotParts: [],
       snapshotExpected: false, snapshotReason: null, ackedSeq: null, unacked: 0, unackedSince: null, ackTimer: null,
       silenceTimer: null };
     this.conn = conn;
     this._status({ state: "connecting", attempt: this.attempt });
     conn.ws.onopen = () => {
+      if (conn.transport === "websocket") this.websocketOpened = true;
       conn.opened = true; this.counts.opened += 1; conn.ws.send(this._hello()); this._heard(conn);
     };
     conn.ws.onmessage = (event) => { this._heard(conn); this._onMessage(conn, event.data); };
     conn.ws.onclose = (event) => this._ended(conn, { code: event.code, reason: event.reason });
+    // A socket that cannot open fires error; browsers then close it (1006), Node 20's never does: a drop.
+    conn.ws.onerror = () => {
+      if (!conn.opened && this.conn === conn) this._close(conn, 1000, "could not open", { code: ABNORMAL_CLOSURE });
+    };
+  }
+
+  _open() {
+    if (this.transport === "sse") {
+      return new SseSocket(this.sseUrl, { fetch: this.options.fetch ?? globalThis.fetch, affinity: this.affinity });
+    }
+    const Socket = this.options.WebSocket ?? globalThis.WebSocket;
+    return new Socket(this.url);
   }
 
   /** A frame (or the open) arrived: the server is alive; silence from now on is counted again. */
@@ -437,7 +564,7 @@ export class SparkwireClient {
   // -- the end of a connection, and what comes next -------------------------------------------------------
 
   _close(conn, code, reason, how) {
-    conn.ws.onmessage = conn.ws.onclose = conn.ws.onopen = null;  // nothing more from this socket is applied
+    conn.ws.onmessage = conn.ws.onclose = conn.ws.onopen = conn.ws.onerror = null;  // nothing more is applied
     conn.ws.close(code, closeReason(reason));
     this._ended(conn, { code, reason, ...how });  // how.code: what to report instead of the code sent
   }
@@ -460,7 +587,12 @@ export class SparkwireClient {
       return;
     }
     let delayMs = 0;
-    if (clientGap) {
+    const next = this.transports[this.transports.indexOf(conn.transport) + 1];
+    if (!conn.opened && conn.transport === "websocket" && next && !this.websocketOpened) {
+      // No WebSocket of this client ever opened (a proxy may block them; one that opened before and fails
+      // now is a server away, which the same transport outlasts): the next transport, at once.
+      this.transport = next;
+    } else if (clientGap) {
       this.attempt = 0;  // the server is healthy; only this connection's run of seqs is broken
     } else {
       const attempt = conn.welcome ? 0 : this.attempt;  // a welcomed connection worked: the count starts over

@@ -7,11 +7,13 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import redis as redis_lib
 
 from sparkwire.protocol import CLOSE_SPECS, PROTOCOL_VERSION
 from sparkwire.replaylog import ReplayLogReader
+from sparkwire.stack.ports import free_port
 
 from .conftest import Committer, GatewayProcess
 
@@ -37,25 +39,50 @@ def test_npm_pack_builds_the_module_its_types_and_readme() -> None:
         "README.md", "package.json", "sparkwire-client.d.ts", "sparkwire-client.js"]
 
 
-def test_the_client_under_node_applies_live_entries_exactly_once(
-    gateway: GatewayProcess, committer: Committer, unique_name: str, redis: redis_lib.Redis
-) -> None:
+def follow(gateway: GatewayProcess, committer: Committer, redis: redis_lib.Redis, stream: str,
+           *transport_args: str, ws_url: str | None = None) -> dict[str, Any]:
+    """test/follow.mjs (the package's client under Node) until 100 live entries are applied; checks they are
+    the log's, each once, in order, and returns its report."""
     committer.commit(4)
     committer.start()
     done = subprocess.run(
-        ["node", "--experimental-websocket", "test/follow.mjs", gateway.ws(unique_name).split("?")[0], unique_name,
-         "100"],
+        ["node", "--experimental-websocket", "test/follow.mjs", ws_url or gateway.ws(stream).split("?")[0], stream,
+         "100", *transport_args],
         cwd=PACKAGE, capture_output=True, text=True, timeout=90)
     committer.stop()
     assert done.returncode == 0, done.stdout + done.stderr
-    report = json.loads(done.stdout)
+    report: dict[str, Any] = json.loads(done.stdout)
     applied = [(seq, pid) for seq, pid in report["applied"]]
     seqs = [seq for seq, _ in applied]
     assert seqs == list(range(seqs[0], seqs[0] + 100)), "a gap or a duplicate"
     logged = {entry.seq: entry.processing_id
-              for entry in ReplayLogReader(redis, unique_name).read_after(seqs[0] - 1, count=100)}
+              for entry in ReplayLogReader(redis, stream).read_after(seqs[0] - 1, count=100)}
     assert applied == [(seq, logged[seq]) for seq in seqs]
     assert report["stats"]["duplicates"] == 0 and report["stats"]["gaps"] == 0
+    return report
+
+
+def test_the_client_under_node_applies_live_entries_exactly_once(
+    gateway: GatewayProcess, committer: Committer, unique_name: str, redis: redis_lib.Redis
+) -> None:
+    assert follow(gateway, committer, redis, unique_name)["stats"]["transport"] == "websocket"
+
+
+def test_the_client_under_node_over_server_sent_events_applies_live_entries_exactly_once(
+    gateway: GatewayProcess, committer: Committer, unique_name: str, redis: redis_lib.Redis
+) -> None:
+    report = follow(gateway, committer, redis, unique_name, "sse")
+    assert report["stats"]["transport"] == "sse" and report["stats"]["acksSent"] >= 1
+    assert gateway.metric("sparkwire_gateway_closes_total") == 0, "the acks posted were all within what was sent"
+
+
+def test_a_websocket_that_cannot_open_falls_back_to_server_sent_events(
+    gateway: GatewayProcess, committer: Committer, unique_name: str, redis: redis_lib.Redis
+) -> None:
+    nothing_there = f"ws://127.0.0.1:{free_port()}/ws"  # no WebSocket opens here; SSE goes to the gateway
+    report = follow(gateway, committer, redis, unique_name, "websocket,sse", f"{gateway.http}/sse",
+                    ws_url=nothing_there)
+    assert report["stats"]["transport"] == "sse" and report["stats"]["connectionFailures"] == 1
 
 
 def test_the_package_s_close_codes_and_version_are_the_protocol_s() -> None:

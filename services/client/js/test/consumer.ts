@@ -1,7 +1,7 @@
 // A consumer of the package as TypeScript sees it: `tsc -p test/tsconfig.json` fails if the declarations and
 // this use disagree (a renamed option, a wrong callback type).
-import { CLOSE_CODES, isResumable, parseFrame, SparkwireClient } from "sparkwire-client";
-import type { Entry, SnapshotInfo, StateItem, Status } from "sparkwire-client";
+import { CLOSE_CODES, isResumable, parseFrame, SparkwireClient, SseSocket } from "sparkwire-client";
+import type { Entry, SnapshotInfo, SocketLike, StateItem, Status, Transport } from "sparkwire-client";
 
 const drawn = new Map<string, unknown>();
 const client = new SparkwireClient({
@@ -26,3 +26,12 @@ client.stop();
 
 // @ts-expect-error: a stream is required
 new SparkwireClient({ url: "ws://x" });
+
+// Server-Sent Events: a transport list, and the socket itself.
+const fallback = new SparkwireClient({ stream: "metrics", url: "ws://localhost:8000/ws", transports: ["websocket", "sse"],
+  sseUrl: "http://localhost:8000/sse" });
+const transport: Transport = fallback.stats().transport;
+const sse: SocketLike = new SseSocket("http://localhost:8000/sse?stream=metrics", { affinity: "a" });
+console.log(transport, sse.readyState);
+// @ts-expect-error: only websocket and sse
+new SparkwireClient({ stream: "metrics", transports: ["polling"] });

@@ -1,12 +1,13 @@
-// node --experimental-websocket test/follow.mjs WS_URL STREAM COUNT: follow STREAM with the package's client
-// until COUNT entries are applied, then print them as JSON ({applied: [[seq, processingId]], stats}). Run by
+// node --experimental-websocket test/follow.mjs WS_URL STREAM COUNT [TRANSPORTS [SSE_URL]]: follow STREAM with
+// the package's client until COUNT entries are applied, then print them as JSON ({applied: [[seq,
+// processingId]], stats}). TRANSPORTS: comma-separated (default websocket,sse). Run by
 // tests/integration/gateway/test_js_package.py against a real gateway while entries are committed.
 import { SparkwireClient } from "sparkwire-client";
 
-const [url, stream, count] = process.argv.slice(2);
+const [url, stream, count, transports = "websocket,sse", sseUrl] = process.argv.slice(2);
 const applied = [];
 const client = new SparkwireClient({
-  url, stream, storage: null,
+  url, stream, storage: null, transports: transports.split(","), ...(sseUrl ? { sseUrl } : {}),
   onEntry: (entry) => {
     applied.push([entry.seq, entry.processingId]);
     if (applied.length === Number(count)) {
