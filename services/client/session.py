@@ -151,6 +151,11 @@ class ClientSession:
         elif not self._sent_cursor:
             # Resumed from the session's last ack, a seq this client never learnt: the first entry sets it.
             self._start_at_first_entry = True
+        else:
+            # Resumed after its cursor: ack it once on this connection, even with nothing new. The last
+            # connection's final ack may have been lost with it (a killed pod), and the session's bookmark
+            # would lag until new entries came. (The browser client does the same.)
+            self._mark_progress(0)
         return Reaction()
 
     def _on_snapshot(self, part: SnapshotPart) -> Reaction:

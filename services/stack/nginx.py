@@ -1,7 +1,10 @@
-"""A local ``nginx`` in front of several gateway pods, configured like an ingress-nginx for WebSockets.
+"""A local ``nginx`` in front of several gateway pods, configured like an ingress-nginx for WebSockets and
+Server-Sent Events.
 
 It is how the tests see what a browser sees in production: connections spread round-robin over the
-pods, a dead pod skipped within a second, upgrades passed through and held open for an hour.
+pods, a dead pod skipped within a second, upgrades passed through and held open for an hour; SSE requests
+kept on one pod by the client's affinity key (``X-Sparkwire-Affinity``, ingress-nginx's ``upstream-hash-by``)
+and never buffered. With ``block_websockets`` it is the proxy some users sit behind: every upgrade refused.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ def _nginx_executable() -> str:
     return found
 
 
-def render_config(workdir: Path, port: int, upstream_ports: Sequence[int]) -> str:
+def render_config(workdir: Path, port: int, upstream_ports: Sequence[int], *, block_websockets: bool = False) -> str:
     """The nginx.conf text: everything nginx writes (pid, logs, temp files) stays under ``workdir``."""
     work = Path(workdir).resolve()
     temp = work / "temp"
@@ -39,6 +42,8 @@ def render_config(workdir: Path, port: int, upstream_ports: Sequence[int]) -> st
         f"        server 127.0.0.1:{upstream} max_fails=0;"
         for upstream in upstream_ports
     )
+    # A proxy that does not pass WebSockets: the upgrade is refused before any upstream sees it.
+    refuse_upgrades = "if ($http_upgrade) { return 403; }" if block_websockets else "# upgrades passed through"
     # A master running as root switches its workers to "nobody", who could not write the temp folders.
     user = f"user {pwd.getpwuid(os.geteuid()).pw_name};\n" if os.geteuid() == 0 else ""
     return f"""# Written by sparkwire.stack.nginx; regenerated on every start.
@@ -70,6 +75,13 @@ http {{
 {servers}
     }}
 
+    # SSE: the event stream and the frames a client posts to it must reach the same pod. Consistent hashing
+    # on the client's affinity key keeps them together; a dead pod's clients move to the next one.
+    upstream {UPSTREAM_NAME}_sse {{
+        hash $http_x_sparkwire_affinity consistent;
+{servers}
+    }}
+
     server {{
         listen 127.0.0.1:{port};
 
@@ -80,7 +92,23 @@ http {{
             return 200 "ok\\n";
         }}
 
+        location /sse {{
+            proxy_pass http://{UPSTREAM_NAME}_sse;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header Host $host;
+            proxy_set_header Origin $http_origin;
+            proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+            proxy_connect_timeout 1s;
+            proxy_next_upstream error timeout;
+            # An event stream stays open through quiet stretches (the protocol's pings keep it alive) and
+            # each frame must go out as it comes: never buffered.
+            proxy_read_timeout 3600s;
+            proxy_buffering off;
+        }}
+
         location / {{
+            {refuse_upgrades}
             proxy_pass http://{UPSTREAM_NAME};
             proxy_http_version 1.1;
             proxy_set_header Upgrade $http_upgrade;
@@ -106,11 +134,13 @@ http {{
 class NginxBalancer:
     """``nginx`` on 127.0.0.1:``port`` balancing round-robin over 127.0.0.1:``upstream_ports``."""
 
-    def __init__(self, workdir: Path, upstream_ports: Sequence[int], port: int | None = None) -> None:
+    def __init__(self, workdir: Path, upstream_ports: Sequence[int], port: int | None = None, *,
+                 block_websockets: bool = False) -> None:
         if not upstream_ports:
             raise ValueError("nginx needs at least one upstream port")
         self.workdir = Path(workdir).resolve()
         self.upstream_ports = list(upstream_ports)
+        self.block_websockets = block_websockets
         self.port = port if port is not None else free_port()
         self.config_path = self.workdir / "nginx.conf"
         self.error_log_path = self.workdir / "error.log"
@@ -138,7 +168,8 @@ class NginxBalancer:
     def write_config(self) -> None:
         for folder in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
             (self.workdir / "temp" / folder).mkdir(parents=True, exist_ok=True)
-        self.config_path.write_text(render_config(self.workdir, self.port, self.upstream_ports))
+        self.config_path.write_text(render_config(self.workdir, self.port, self.upstream_ports,
+                                                  block_websockets=self.block_websockets))
 
     def start(self, timeout: float = 15.0) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)

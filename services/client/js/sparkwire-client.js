@@ -471,6 +471,10 @@ export class SparkwireClient {
       this.resets[conn.snapshotReason] = (this.resets[conn.snapshotReason] ?? 0) + 1;
       conn.snapshotExpected = true;
     }
+    // Resumed: ack the cursor once on this connection, even with nothing new. The last connection's final ack
+    // may have been lost with it (a killed pod; over SSE, posted to a pod that no longer held it), and the
+    // session's bookmark would lag until new entries came.
+    if (welcome.recovered && this.epoch !== null) this._markProgress(conn, 0);
     this._status({ state: "open", recovered: welcome.recovered, reset: welcome.reset });
     return {};
   }

@@ -197,6 +197,36 @@ def test_behind_nginx_killing_each_of_two_gateways_in_turn_loses_and_repeats_not
         gateways[1].stop()
 
 
+def test_behind_a_proxy_that_blocks_websockets_the_page_falls_back_to_sse_and_loses_and_repeats_nothing(
+    browser: Browser, console: list[str], gateway: GatewayProcess, committer: Committer, unique_name: str,
+    redis: redis_lib.Redis, redis_server: RedisServer, tmp_path: Path,
+) -> None:
+    gateways = [gateway, GatewayProcess(tmp_path, redis_server.url, [unique_name]).start()]
+    nginx = NginxBalancer(tmp_path / "nginx", [g.port for g in gateways], block_websockets=True)
+    nginx.start()
+    try:
+        page = open_page(browser, console, demo_url(nginx.url, unique_name))
+        wait_js(page, "c.stats().connects >= 1")
+        assert stats(page)["transport"] == "sse", stats(page)
+        committer.start()
+        wait_seq(page, 100)
+        for victim in gateways:  # one of them holds the page's event stream; the other takes it over
+            victim.process.kill()
+            wait_seq(page, committer.committed + 30)
+            victim.start()
+        committer.stop()
+        final = assert_exactly_once(page, redis, unique_name)  # acks posted through nginx reached the session
+        assert final["transport"] == "sse" and final["connectionFailures"] >= 1, final
+        assert final["closes"].get("1006", 0) >= 2, final  # the refused WebSocket, then the killed pod
+        assert final["resets"] == {"no_position": 1}, final
+        access = (tmp_path / "nginx" / "access.log").read_text()
+        assert '"GET /ws?' in access and '" 403 ' in access, "nginx refused the WebSocket"
+        assert '"POST /sse/frames?' in access, "the acks went by POST"
+    finally:
+        nginx.stop()
+        gateways[1].stop()
+
+
 def test_the_close_code_table_is_the_servers(browser: Browser, console: list[str], gateway: GatewayProcess,
                                              unique_name: str) -> None:
     page = open_page(browser, console, demo_url(gateway.http, unique_name))

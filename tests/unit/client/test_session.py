@@ -198,6 +198,20 @@ def test_a_snapshot_position_is_acked_by_time() -> None:
     assert acks(session.due_acks()) == [{"type": "ack", "seq": 42, "duplicates": 0, "gaps": 0}]
 
 
+def test_a_connection_resumed_after_the_cursor_acks_it_once_even_with_nothing_new() -> None:
+    clock = FakeClock()
+    session = connected(clock, ack_interval_ms=100)
+    session.handle(entries(entry(1), entry(2)))
+    session.final_acks()  # acked on the first connection; say the pod died before it reached the session
+    session.begin_connection()  # the hello carries the cursor (e1, 2)
+    session.handle(welcome(recovered=True, ack_interval_ms=100))
+    assert session.due_acks() == []
+    clock.now += 0.1
+    assert acks(session.due_acks()) == [{"type": "ack", "seq": 2, "duplicates": 0, "gaps": 0}]
+    clock.now += 10
+    assert session.due_acks() == []  # once
+
+
 def test_final_acks_flush_what_was_applied_but_not_yet_acked() -> None:
     session = connected(ack_every=100)
     session.handle(entries(entry(1), entry(2)))
