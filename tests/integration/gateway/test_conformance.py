@@ -1,5 +1,6 @@
-"""The server half of docs/protocol-conformance.yaml, against one live gateway: every case's frames, in
-order, and its close code (with or without the error frame before it) as the table says."""
+"""The server half of docs/protocol-conformance.yaml, against one live gateway, over both transports
+(WebSocket and Server-Sent Events): every case's frames, in order, and its close code (with or without the
+error frame before it) as the table says."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from sparkwire.replaylog import ReplayLogReader
 from sparkwire.stack import Committer, GatewayProcess, RedisServer
 
 from .conftest import SECRET
+from .sse_client import SseConversation, sse_connection
 
 TABLE = yaml.safe_load((Path(__file__).resolve().parents[3] / "docs" / "protocol-conformance.yaml").read_text())
 SERVER_CASES = {case["id"]: case for case in TABLE["server"]}
@@ -130,6 +132,36 @@ class Table:
             await ws.close()
         return conversation
 
+    async def converse_sse(self, case: dict[str, Any]) -> Conversation:
+        """The case over SSE: its first frame as the ``POST /sse`` body, the others posted to the connection."""
+        stream = stream_of(case)
+        conversation = Conversation()
+        origin = case.get("origin", ALLOWED_ORIGIN)
+        first, *rest = case["send"]
+        hello = self.frame(first, stream, conversation)
+        hello_text = hello if isinstance(hello, str) else hello.decode("utf-8", "replace")
+        async with sse_connection(self.gateway.http, stream, hello_text,
+                                  headers={} if origin == "none" else {"origin": origin}) as (sse, task):
+            await self._quiet(sse, task, QUIET_S)
+            for item in rest:
+                if task.done():
+                    break
+                conversation.frames = list(sse.frames)  # for $ack_beyond: the seqs sent so far
+                await sse.post(self.frame(item, stream, conversation))
+                await self._quiet(sse, task, QUIET_S)
+            await self._quiet(sse, task, QUIET_S)
+            conversation.frames = list(sse.frames)
+            conversation.close = sse.close["code"] if sse.close else ("open" if not task.done() else 1006)
+        return conversation
+
+    @staticmethod
+    async def _quiet(sse: SseConversation, task: asyncio.Task[None], quiet_s: float) -> None:
+        """Until the response ended or no frame came for ``quiet_s``."""
+        seen = -1
+        while not task.done() and seen != len(sse.frames):
+            seen = len(sse.frames)
+            await asyncio.wait([task], timeout=quiet_s)
+
     @staticmethod
     async def _read(ws: ClientConnection, conversation: Conversation, quiet_s: float) -> None:
         while True:
@@ -175,13 +207,18 @@ def table(redis_server: RedisServer, tmp_path_factory: pytest.TempPathFactory) -
         redis.close()
 
 
-@pytest.mark.parametrize("case_id", list(SERVER_CASES))
-def test_server_case(table: Table, case_id: str) -> None:
+# Every case over both transports but where the table says one does not apply (`sse: {n/a: why}`).
+RUNS = [(case_id, transport) for case_id, case in SERVER_CASES.items() for transport in ("websocket", "sse")
+        if not (transport == "sse" and "n/a" in case.get("sse", {}))]
+
+
+@pytest.mark.parametrize(("case_id", "transport"), RUNS, ids=[f"{case}-{transport}" for case, transport in RUNS])
+def test_server_case(table: Table, case_id: str, transport: str) -> None:
     case = SERVER_CASES[case_id]
-    expect = case["expect"]
+    expect = case["expect"] if transport == "websocket" else case.get("sse", {}).get("expect", case["expect"])
     if "issued_ack" in case:
         table.issue_session(stream_of(case), case["issued_ack"])
-    got = asyncio.run(table.converse(case))
+    got = asyncio.run(table.converse(case) if transport == "websocket" else table.converse_sse(case))
     where = f"{case_id} ({case['rule']}): got frames {got.types}, close {got.close}"
     assert got.types == expect["frames"], where
     assert got.close == expect["close"], where
