@@ -175,7 +175,7 @@ def test_grafana_dashboard_configmap(default_objects: list[dict[str, Any]]) -> N
 
 def test_ingress_for_websockets() -> None:
     objects = render([CHART / "ci" / "auth-ingress-values.yaml"])
-    ingress = find(objects, "Ingress")
+    ingress = find(objects, "Ingress", GATEWAY)
     annotations = ingress["metadata"]["annotations"]
     assert annotations["nginx.ingress.kubernetes.io/proxy-read-timeout"] == "3600"
     assert annotations["nginx.ingress.kubernetes.io/proxy-send-timeout"] == "3600"
@@ -189,6 +189,38 @@ def test_ingress_for_websockets() -> None:
     assert all(p["backend"]["service"] == {"name": GATEWAY, "port": {"name": "http"}} for p in paths.values())
     assert paths["/"]["pathType"] == "Exact", "a Prefix / would expose /metrics"
     assert not has(render(), "Ingress")
+
+
+def test_server_sent_events_get_an_ingress_and_service_of_their_own_that_keep_a_client_on_one_pod() -> None:
+    objects = render([CHART / "ci" / "auth-ingress-values.yaml"])
+    ingress = find(objects, "Ingress", f"{GATEWAY}-sse")
+    annotations = ingress["metadata"]["annotations"]
+    assert annotations["nginx.ingress.kubernetes.io/upstream-hash-by"] == "$http_x_sparkwire_affinity"
+    assert annotations["nginx.ingress.kubernetes.io/proxy-buffering"] == "off"
+    assert annotations["nginx.ingress.kubernetes.io/limit-connections"] == "50"  # user annotations merged in
+    [rule] = ingress["spec"]["rules"]
+    assert rule["host"] == "ws.example.com"
+    assert ingress["spec"]["tls"] == find(objects, "Ingress", GATEWAY)["spec"]["tls"]
+    assert [(p["path"], p["pathType"], p["backend"]["service"]["name"]) for p in rule["http"]["paths"]] == [
+        ("/sse", "Prefix", f"{GATEWAY}-sse")]
+    service = find(objects, "Service", f"{GATEWAY}-sse")
+    assert service["spec"]["selector"] == find(objects, "Service", GATEWAY)["spec"]["selector"]
+    assert "sessionAffinity" not in service["spec"], "kept on a pod by the ingress, not by kube-proxy"
+    main = find(objects, "Ingress", GATEWAY)
+    assert "/sse" not in {p["path"] for p in main["spec"]["rules"][0]["http"]["paths"]}
+    assert not [k for k in main["metadata"]["annotations"] if "hash" in k], "WebSockets stay unsticky"
+
+    traefik = render([CHART / "ci" / "auth-ingress-values.yaml"], sets={"gateway.ingress.className": "traefik"})
+    sticky = find(traefik, "Service", f"{GATEWAY}-sse")["metadata"]["annotations"]
+    assert sticky["traefik.ingress.kubernetes.io/service.sticky.cookie"] == "true"
+    assert sticky["traefik.ingress.kubernetes.io/service.sticky.cookie.name"] == "sparkwire_sse"
+    assert not [k for k in find(traefik, "Ingress", f"{GATEWAY}-sse")["metadata"].get("annotations", {})
+                if k.startswith("nginx.") and k != "nginx.ingress.kubernetes.io/limit-connections"]
+    assert "annotations" not in find(traefik, "Service", GATEWAY)["metadata"]
+
+    off = render([CHART / "ci" / "auth-ingress-values.yaml"], sets={"gateway.ingress.sse.enabled": False})
+    assert not has(off, "Ingress", f"{GATEWAY}-sse") and not has(off, "Service", f"{GATEWAY}-sse")
+    assert has(off, "Ingress", GATEWAY)
 
 
 def test_hpa_replaces_the_static_replica_count() -> None:

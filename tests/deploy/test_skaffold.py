@@ -167,7 +167,7 @@ def test_images_and_port_forward_target_match_the_rendered_chart(config: dict[st
     assert "sparkwire-aggregator:0123abcd" in images.get("SparkApplication", set()), images
 
     if values_files:  # kind + e2e: the clients of tests/e2e/kind come in through the cluster's Traefik
-        [ingress] = [o for o in objects if o["kind"] == "Ingress"]
+        [ingress] = [o for o in objects if o["kind"] == "Ingress" and o["metadata"]["name"] == "sparkwire-gateway"]
         assert ingress["spec"]["ingressClassName"] == "traefik"
         assert not any(k.startswith("nginx.") for k in ingress["metadata"].get("annotations") or {})
         backends = {path["path"]: path["backend"]["service"]["name"]
