@@ -103,9 +103,10 @@ def create_app(gateway: Gateway) -> Starlette:
             return CloseCode.GOING_AWAY, "pod draining"
         return None
 
-    async def serve(socket: FrameSocket, wire: Transport, stream: str) -> None:
+    async def serve(socket: FrameSocket, wire: Transport, stream: str, transport: str) -> None:
         gateway.open_connections += 1
         metrics.CONNECTIONS.labels(stream=stream).inc()
+        metrics.CONNECTIONS_ACCEPTED.labels(stream=stream, transport=transport).inc()
         try:
             await Connection(socket, wire, gateway.hubs[stream], gateway.sessions, gateway.connection,
                              gateway.draining).serve()
@@ -122,9 +123,9 @@ def create_app(gateway: Gateway) -> Starlette:
         # any other ASGI server, or Starlette's TestClient: plain ASGI.
         wire = wire_of(websocket.scope) or AsgiTransport(websocket)
         await websocket.accept()
-        await serve(websocket, wire, stream)
+        await serve(websocket, wire, stream, "websocket")
 
-    sse = SseEndpoints(refusal, lambda socket, stream: serve(socket, socket, stream))
+    sse = SseEndpoints(refusal, lambda socket, stream: serve(socket, socket, stream, "sse"))
 
     async def snapshot(request: Request) -> Response:
         # The stream's whole current state: the same token as a hello, as a bearer header.

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from prometheus_client import Counter, Gauge, Histogram
 
-CONNECTIONS = Gauge("sparkwire_gateway_connections", "Open WebSocket connections", ["stream"])
+CONNECTIONS = Gauge("sparkwire_gateway_connections", "Open client connections (WebSocket and SSE)", ["stream"])
+CONNECTIONS_ACCEPTED = Counter(
+    "sparkwire_gateway_accepted_connections", "Client connections accepted, by transport (websocket, sse)",
+    ["stream", "transport"],
+)
 ENTRIES_DELIVERED = Counter("sparkwire_gateway_entries_delivered", "Entries sent to clients", ["stream"])
 WRITTEN_THROUGH = Counter(
     "sparkwire_gateway_batches_written_through",

@@ -17,7 +17,6 @@ random capability; holding it is what lets a client post to a connection.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
@@ -28,7 +27,7 @@ from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocketDisconnect
 
 from sparkwire.gateway.ending import send_close
-from sparkwire.gateway.wire import Inbox, Listener, Message
+from sparkwire.gateway.wire import Inbox, Listener, Message, Replies
 from sparkwire.protocol.close_codes import CloseCode, close_reason
 from sparkwire.protocol.limits import MAX_CLIENT_MESSAGE_BYTES
 
@@ -62,7 +61,7 @@ class SseSocket:
         self.closed = False
         self.disconnected = False
         self.inbox = Inbox()
-        self._replies: set[asyncio.Task[None]] = set()
+        self._replies = Replies(self.send_text)
 
     # -- as the connection's socket ---------------------------------------------------------------------
 
@@ -98,16 +97,7 @@ class SseSocket:
         return False  # WebSocket frames: not for this socket; the sender sends every batch itself
 
     def reply(self, text: str) -> bool:
-        if self.closed or self.disconnected or len(self._replies) > 16:
-            return False
-        task = asyncio.get_running_loop().create_task(self._reply(text))
-        self._replies.add(task)
-        task.add_done_callback(self._replies.discard)
-        return True
-
-    async def _reply(self, text: str) -> None:
-        with contextlib.suppress(Exception):  # the connection's own task sees the response's end
-            await self.send_text(text)
+        return not (self.closed or self.disconnected) and self._replies.send(text)
 
     def listen(self, listener: Listener | None) -> None:
         self.inbox.listen(listener)

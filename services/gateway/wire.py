@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from starlette.types import Scope
@@ -125,6 +125,29 @@ def wire_of(scope: Scope) -> Wire | None:
     return wire if isinstance(wire, Wire) else None
 
 
+class Replies:
+    """Frames (pongs) sent by tasks of their own for a transport with no direct write; when more than 16 are
+    in flight (a client pinging faster than its pongs go out) another is refused."""
+
+    __slots__ = ("_send_text", "_tasks")
+
+    def __init__(self, send_text: Callable[[str], Awaitable[None]]) -> None:
+        self._send_text = send_text
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def send(self, text: str) -> bool:
+        if len(self._tasks) > 16:
+            return False
+        task = asyncio.get_running_loop().create_task(self._send(text))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return True
+
+    async def _send(self, text: str) -> None:
+        with contextlib.suppress(Exception):  # the connection's own task sees the socket's end
+            await self._send_text(text)
+
+
 class AsgiTransport:
     """A ``Transport`` over plain ASGI: no direct writes (``write`` declines, so live batches go through the
     connection's task), pongs sent by a task of their own, and the client's messages read by a task that
@@ -133,22 +156,13 @@ class AsgiTransport:
     def __init__(self, websocket: WebSocket) -> None:
         self.websocket = websocket
         self._reader: asyncio.Task[None] | None = None
-        self._replies: set[asyncio.Task[None]] = set()
+        self._replies = Replies(websocket.send_text)
 
     def write(self, frames: bytes) -> bool:
         return False
 
     def reply(self, text: str) -> bool:
-        if self.websocket.application_state != WebSocketState.CONNECTED or len(self._replies) > 16:
-            return False  # closing, or pinging faster than its pongs go out
-        task = asyncio.get_running_loop().create_task(self._send(text))
-        self._replies.add(task)
-        task.add_done_callback(self._replies.discard)
-        return True
-
-    async def _send(self, text: str) -> None:
-        with contextlib.suppress(Exception):  # the connection's own task sees the socket's end
-            await self.websocket.send_text(text)
+        return self.websocket.application_state == WebSocketState.CONNECTED and self._replies.send(text)
 
     def listen(self, listener: Listener | None) -> None:
         if self._reader is not None:

@@ -120,5 +120,7 @@ def test_a_client_that_leaves_ends_its_connection_on_the_pod(
 
     asyncio.run(run())
     no_connections(gateway)
+    accepted = f'sparkwire_gateway_accepted_connections_total{{stream="{unique_name}",transport="sse"}}'
+    assert gateway.metric(accepted) == 5
     closes = {line for line in gateway.metrics_text().splitlines() if line.startswith("sparkwire_gateway_closes")}
     assert not [line for line in closes if json.dumps("4400") in line and not line.endswith(" 0.0")], closes
