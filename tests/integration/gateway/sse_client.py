@@ -58,7 +58,8 @@ async def sse_connection(
 ) -> AsyncIterator[tuple[SseConversation, asyncio.Task[None]]]:
     """An open SSE connection whose frames a background task collects; closed on exit."""
     body = hello if isinstance(hello, str) else json.dumps({"type": "hello", "v": 1, **hello})
-    async with httpx2.AsyncClient(timeout=httpx2.Timeout(30, read=None)) as http:
+    # trust_env=False: tests talk to servers here, never through a proxy from the environment.
+    async with httpx2.AsyncClient(timeout=httpx2.Timeout(30, read=None), trust_env=False) as http:
         conversation = SseConversation(http, base)
         opened = asyncio.get_running_loop().create_future()
 
