@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from typing import Any
 
 import httpx2
@@ -124,3 +125,23 @@ def test_a_client_that_leaves_ends_its_connection_on_the_pod(
     assert gateway.metric(accepted) == 5
     closes = {line for line in gateway.metrics_text().splitlines() if line.startswith("sparkwire_gateway_closes")}
     assert not [line for line in closes if json.dumps("4400") in line and not line.endswith(" 0.0")], closes
+
+
+def test_a_draining_pod_closes_its_event_streams_with_going_away_and_exits_without_waiting(
+    gateway: GatewayProcess, committer: Committer, unique_name: str
+) -> None:
+    committer.commit(1)
+
+    async def run() -> tuple[SseConversation, float]:
+        async with sse_connection(gateway.http, unique_name, {}) as (conv, task):
+            await until(lambda: snapshot_done(conv), task)
+            started = time.monotonic()
+            await asyncio.to_thread(gateway.stop)  # SIGTERM: the pod drains
+            stopped = time.monotonic() - started
+            await until(lambda: conv.close is not None, task)
+            return conv, stopped
+
+    conv, stopped = asyncio.run(run())
+    assert conv.close == {"code": 1001, "reason": "pod draining"}
+    assert stopped < 3, "shutdown waited for an event stream the drain should have ended"
+    assert "timeout graceful shutdown exceeded" not in gateway.process.log_path.read_text()
