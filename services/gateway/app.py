@@ -12,10 +12,12 @@ from pathlib import Path
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp
 from starlette.websockets import WebSocket
 
 from sparkwire.gateway import bearer, metrics
@@ -26,7 +28,7 @@ from sparkwire.gateway.hub import StreamHub
 from sparkwire.gateway.replication_watch import POLL_INTERVAL_S, ReplicationWatch
 from sparkwire.gateway.sessions import SessionStore
 from sparkwire.gateway.settings import ConnectionSettings
-from sparkwire.gateway.sse import SseEndpoints
+from sparkwire.gateway.sse import AFFINITY_HEADER, CONNECTION_HEADER, SseEndpoints
 from sparkwire.gateway.streams import descriptor_endpoint, streams_endpoint
 from sparkwire.gateway.tasks import cancel_and_wait
 from sparkwire.gateway.wire import AsgiTransport, FrameSocket, Transport, wire_of
@@ -127,6 +129,13 @@ def create_app(gateway: Gateway) -> Starlette:
 
     sse = SseEndpoints(refusal, lambda socket, stream: serve(socket, socket, stream, "sse"))
 
+    def cross_origin(app: ASGIApp) -> ASGIApp:
+        """A page of another origin may use SSE as it may open a WebSocket: its preflight (the affinity header
+        makes one) is answered for the allowed origins (any, without an allow-list; the hello's token, not
+        the origin, decides who reads), and the connection header is exposed to it."""
+        return CORSMiddleware(app, allow_origins=sorted(gateway.allowed_origins) or ["*"], allow_methods=["POST"],
+                              allow_headers=["content-type", AFFINITY_HEADER], expose_headers=[CONNECTION_HEADER])
+
     async def snapshot(request: Request) -> Response:
         # The stream's whole current state: the same token as a hello, as a bearer header.
         hub = bearer.requested(request, gateway.connection.auth_secret, gateway.hubs)
@@ -180,8 +189,8 @@ def create_app(gateway: Gateway) -> Starlette:
     return Starlette(
         routes=[
             WebSocketRoute("/ws", websocket_endpoint),
-            Route("/sse", sse.stream_route, methods=["POST"]),
-            Route("/sse/frames", sse.frames_route, methods=["POST"]),
+            Route("/sse", cross_origin(sse.stream_route), methods=["POST", "OPTIONS"]),
+            Route("/sse/frames", cross_origin(sse.frames_route), methods=["POST", "OPTIONS"]),
             Route("/snapshot", snapshot),
             Route("/history", history_endpoint(gateway.hubs, gateway.connection.auth_secret)),
             Route("/streams", streams_endpoint(gateway.hubs, gateway.connection.auth_secret)),

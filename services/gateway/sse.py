@@ -32,6 +32,7 @@ from sparkwire.protocol.close_codes import CloseCode, close_reason
 from sparkwire.protocol.limits import MAX_CLIENT_MESSAGE_BYTES
 
 CONNECTION_HEADER = "x-sparkwire-connection"
+AFFINITY_HEADER = "x-sparkwire-affinity"  # sent by the client for proxies that keep it on one pod
 _EVENT_STREAM_HEADERS = [
     (b"content-type", b"text/event-stream; charset=utf-8"),
     (b"cache-control", b"no-cache, no-transform"),
@@ -144,6 +145,8 @@ class SseEndpoints:
 
     async def stream(self, scope: Scope, receive: Receive, send: Send) -> None:
         """``POST /sse?stream=S``, the hello as the body."""
+        if scope["method"] != "POST":
+            return await _answer(send, 405, {"error": "POST the hello"})
         headers = Headers(scope=scope)
         body = await _read_body(receive, MAX_CLIENT_MESSAGE_BYTES)
         socket = SseSocket(send, "" if body is None else body.decode("utf-8", "replace"), uuid.uuid4().hex)
@@ -164,6 +167,8 @@ class SseEndpoints:
 
     async def frames(self, scope: Scope, receive: Receive, send: Send) -> None:
         """``POST /sse/frames?connection=ID``, frames one per line."""
+        if scope["method"] != "POST":
+            return await _answer(send, 405, {"error": "POST the frames"})
         connection = QueryParams(scope.get("query_string", b"")).get("connection", "")
         body = await _read_body(receive, MAX_CLIENT_MESSAGE_BYTES)
         socket = self.sockets.get(connection)

@@ -145,3 +145,28 @@ def test_a_draining_pod_closes_its_event_streams_with_going_away_and_exits_witho
     assert conv.close == {"code": 1001, "reason": "pod draining"}
     assert stopped < 3, "shutdown waited for an event stream the drain should have ended"
     assert "timeout graceful shutdown exceeded" not in gateway.process.log_path.read_text()
+
+
+def test_a_page_of_another_origin_gets_its_preflight_answered_and_the_connection_header_exposed(
+    gateway: GatewayProcess, unique_name: str
+) -> None:
+    page = "https://app.example"
+
+    async def run() -> tuple[httpx2.Response, httpx2.Response, httpx2.Response]:
+        async with httpx2.AsyncClient(trust_env=False) as http:
+            preflight = await http.options(f"{gateway.http}/sse", params={"stream": unique_name}, headers={
+                "origin": page, "access-control-request-method": "POST",
+                "access-control-request-headers": "content-type,x-sparkwire-affinity"})
+            async with http.stream("POST", f"{gateway.http}/sse", params={"stream": "not-served-here"},
+                                   content='{"type":"hello","v":1}', headers={"origin": page}) as answer:
+                await answer.aread()
+            stray = await http.options(f"{gateway.http}/sse/frames", params={"connection": "x"})
+        return preflight, answer, stray
+
+    preflight, answer, stray = asyncio.run(run())
+    assert preflight.status_code == 200
+    assert preflight.headers["access-control-allow-origin"] in ("*", page)
+    assert "x-sparkwire-affinity" in preflight.headers["access-control-allow-headers"].lower()
+    assert "x-sparkwire-connection" in answer.headers["access-control-expose-headers"].lower()
+    assert answer.headers["content-type"].startswith("text/event-stream")
+    assert stray.status_code == 405  # an OPTIONS that is no preflight opens nothing
