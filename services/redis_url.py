@@ -45,7 +45,7 @@ __all__ = ["ADDRESS_MAP_ENV", "SentinelAddress", "connect", "connect_async", "is
 SENTINEL_SCHEME = "redis+sentinel"
 DEFAULT_SENTINEL_PORT = 26379
 # Sentinels answer small questions from memory: a sentinel that takes longer is treated as down and the next
-# one is asked. A caller's own socket_timeout / socket_connect_timeout replaces this.
+# one is asked. A caller's own, shorter socket_timeout / socket_connect_timeout replaces this.
 SENTINEL_TIMEOUT_S = 2.0
 
 ADDRESS_MAP_ENV = "SPARKWIRE_REDIS_ADDRESS_MAP"
@@ -167,7 +167,9 @@ def _mapped(mapping: Mapping[Address, Address], address: Address) -> Address:
 
 def _sentinel_kwargs(kwargs: dict[str, Any], retry: object) -> dict[str, Any]:
     timeouts = {"socket_timeout": SENTINEL_TIMEOUT_S, "socket_connect_timeout": SENTINEL_TIMEOUT_S}
-    timeouts.update({k: v for k, v in kwargs.items() if k in timeouts and v is not None})
+    # A caller's shorter timeouts apply to the sentinels too; a longer one (meant for the data connections'
+    # commands) does not make a hung sentinel count as up for longer.
+    timeouts.update({k: min(v, SENTINEL_TIMEOUT_S) for k, v in kwargs.items() if k in timeouts and v is not None})
     # One try per sentinel: discover_master goes on to the next sentinel when one fails, so a retrying
     # client (the default: 10 tries with backoff) would only delay the answer of the others.
     return {**timeouts, "retry": retry}

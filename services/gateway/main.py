@@ -74,7 +74,8 @@ def run(args: argparse.Namespace) -> int:
     streams = split_list(args.streams)
     for stream in streams:
         StreamKeys(stream)  # fail at start on a bad name, not on the first client
-    backend = RedisBackend.for_gateway(args.redis_url, pool_size=args.redis_pool_size, streams=len(streams))
+    backend = RedisBackend.for_gateway(args.redis_url, pool_size=args.redis_pool_size, streams=len(streams),
+                                       timeout_s=args.redis_timeout_ms / 1000)
     gateway = Gateway(
         backend=backend, streams=streams, connection=connection_settings(args),
         sessions=SessionStore(backend.sessions, ttl_seconds=args.session_ttl_seconds, pod=args.pod_name),

@@ -56,6 +56,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_option(parser, "--redis-pool-size", type=positive_int, default=32,
                help="Redis connections per pod for connections' calls (plus one per stream for its reader); "
                     "calls wait for a free one rather than fail")
+    add_option(parser, "--redis-timeout-ms", type=positive_int, default=10_000,
+               help="a Redis connect or command not answered within this fails, and is retried on a new "
+                    "connection: a link gone silent (a peer that vanished without a reset) then closes its "
+                    "clients with 4503, which resume elsewhere, instead of holding them for the ~15 min TCP "
+                    "takes to give up; above the stream readers' 1 s blocking read and any snapshot read")
     add_option(parser, "--streams", default="metrics", help="comma-separated streams this gateway serves")
     add_option(parser, "--allowed-origins", default="",
                help="comma-separated Origin values allowed to connect; empty allows any (no check)")

@@ -20,9 +20,10 @@ class RedisBackend:
         self._sessions = RedisSessionRecords(client)
 
     @classmethod
-    def for_gateway(cls, url: str, *, pool_size: int, streams: int) -> RedisBackend:
+    def for_gateway(cls, url: str, *, pool_size: int, streams: int, timeout_s: float = 10.0) -> RedisBackend:
         """A pod's store: ``url`` (``redis://`` or ``redis+sentinel://``), ``pool_size`` connections for its
-        clients' calls plus one per stream it follows."""
+        clients' calls plus one per stream it follows; a connect or command not answered within
+        ``timeout_s`` fails (and is retried)."""
         # Blocking pool: when every connection is busy (acks and hellos arriving together), wait for one
         # instead of failing the call, which would close clients with 4503.
         # Each stream's hub holds one connection in a blocking XREAD for good: on top of the pool for the
@@ -35,7 +36,11 @@ class RedisBackend:
         # the primary, and the Retry's tries (~0.4 s in all) do not outlast a failover (seconds): until the
         # sentinels name the new primary, hello and ack calls fail (clients are closed with 4503 and resume)
         # and the hubs' XREAD loops back off and read again, now from the new primary.
+        # Socket timeouts: without them a command sent on a link gone silent (a Redis pod deleted, its address
+        # dropping packets instead of refusing them) waits for TCP to give up, ~15 min: the kind suite once saw
+        # a pod's clients get neither entries nor pings nor a close for that long, its readiness failing.
         client = connect_async(url, max_connections=pool_size + streams, timeout=5, health_check_interval=10,
+                               socket_timeout=timeout_s, socket_connect_timeout=timeout_s, socket_keepalive=True,
                                retry=Retry(ExponentialWithJitterBackoff(base=0.05, cap=1.0), retries=3))
         return cls(client)
 
