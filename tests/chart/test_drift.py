@@ -39,6 +39,8 @@ CHART_CHOICES = {
 NOT_SET = {
     "gateway": {
         "--host": "0.0.0.0: the pod listens on all its interfaces",
+        "--redis-timeout-ms": "the default (10 s) bounds a silent Redis link for every install: it only has to "
+                              "stay above the readers' 1 s blocking read and a snapshot read",
     },
     "aggregate": {
         "--spark-jars": "the image has the Kafka connector on Spark's classpath (images/README.md)",
