@@ -20,7 +20,7 @@ from _fanout_client import HIST_PER_MS, STREAM
 from _fanout_loadgen import worker_main
 
 from sparkwire.replaylog.keys import StreamKeys
-from sparkwire.stack import Committer, GatewayProcess, RedisServer
+from sparkwire_harness.stack import Committer, GatewayProcess, RedisServer
 
 
 class Workers:

@@ -99,7 +99,7 @@ def render(args: argparse.Namespace, command: str, info: dict[str, str], memorie
         "",
         "One gateway pod (`sparkwire gateway`: uvicorn, one process, uvloop, websockets-sansio) on a real",
         "`redis-server` (AOF, `appendfsync always`), N WebSocket clients connected to it, commits through the",
-        "real commit script (`sparkwire.stack.Committer`) at a fixed cadence. *Delivered* counts entries",
+        "real commit script (`sparkwire_harness.stack.Committer`) at a fixed cadence. *Delivered* counts entries",
         "received by clients (an entry sent to 1,000 clients counts 1,000 times); it is divided by the",
         "gateway's own CPU time (utime+stime of its process from `/proc/<pid>/stat`), so the efficiency",
         "figure does not depend on how much CPU the load generator or other work took from the machine.",

@@ -14,7 +14,7 @@ from _common import histogram_quantile, process_cpu_seconds, settle_rss
 from _loadgen import GoLoadGen
 from _servers import Publisher, Server, make_server
 
-from sparkwire.stack import RedisServer
+from sparkwire_harness.stack import RedisServer
 
 CONNECT_CONCURRENCY = 64
 

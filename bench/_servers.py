@@ -1,7 +1,7 @@
 """The three servers of the side-by-side benchmark and their publishers, and the Go binaries they need.
 
-* ``sparkwire``: the gateway as ``sparkwire.stack.GatewayProcess`` runs it (``sparkwire gateway``, uvicorn,
-  ``--insecure-no-auth true``), fed by ``sparkwire.stack.Committer`` through the real commit script.
+* ``sparkwire``: the gateway as ``sparkwire_harness.stack.GatewayProcess`` runs it (``sparkwire gateway``, uvicorn,
+  ``--insecure-no-auth true``), fed by ``sparkwire_harness.stack.Committer`` through the real commit script.
 * ``centrifuge``: bench/peers/centrifuge (the Centrifugo engine with its Redis broker, history and recovery),
   fed by the same binary's ``publish`` command (a separate process, as a Centrifugo backend would be).
 * ``naive``: bench/peers/naive_pubsub.py, fed by ``PUBLISH`` of one message per commit.
@@ -26,7 +26,7 @@ from pathlib import Path
 from _common import pace
 
 from sparkwire.replaylog.keys import StreamKeys
-from sparkwire.stack import Committer, ManagedProcess, RedisServer, cache_dir, free_port, http_status, repo_root
+from sparkwire_harness.stack import Committer, ManagedProcess, RedisServer, cache_dir, free_port, http_status, repo_root
 
 STREAM = "bench"  # sparkwire's stream, centrifuge's channel and the naive pub/sub channel alike
 BENCH_DIR = Path(__file__).resolve().parent

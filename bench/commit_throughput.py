@@ -1,6 +1,6 @@
 """Committed records/s through the exactly-once commit script vs raw pipelined XADD, in the same run.
 
-Starts its own ``redis-server`` (``sparkwire.stack.RedisServer``: AOF on, ``appendfsync always``) in a
+Starts its own ``redis-server`` (``sparkwire_harness.stack.RedisServer``: AOF on, ``appendfsync always``) in a
 temporary directory and, for each fsync policy and batch size, measures alternately:
 
 (a) ``ReplayLogWriter.commit_batch``: batch marker, per-record ZSCORE dedup, XADD with explicit ids,
@@ -43,7 +43,7 @@ from _common import (  # bench/ is sys.path[0]
 from sparkwire.replaylog import Record, ReplayLogWriter
 from sparkwire.replaylog.keys import StreamKeys
 from sparkwire.replaylog.writer import DEFAULT_CHUNK_SIZE, DEFAULT_RETENTION
-from sparkwire.stack import RedisServer
+from sparkwire_harness.stack import RedisServer
 
 SECTION = "commit_throughput"
 START_MARKER, END_MARKER = markers(SECTION)
@@ -221,7 +221,7 @@ def render(
         "## Commit throughput: exactly-once commit script vs raw pipelined XADD",
         "",
         "Records/s committed into one stream's replay log through `ReplayLogWriter.commit_batch`",
-        "(`services/replaylog/lua/stage_chunk.lua` per chunk, then `publish_batch.lua`: batch marker check,",
+        "(`services/sparkwire/replaylog/lua/stage_chunk.lua` per chunk, then `publish_batch.lua`: batch marker check,",
         "per-record `ZSCORE` dedup, `XADD` with an explicit `<seq>-0` id, `ZADD` of the processingId, `HSET`",
         "of the latest state per key, trimming) vs the same payloads sent as raw `XADD`s (same fields,",
         "auto ids) in one non-transactional pipeline per batch, with no dedup, no marker and no state: the",

@@ -1,10 +1,10 @@
 """Gateway fan-out: delivered entries per gateway CPU second, commit->receive latency and memory per
 connection, one gateway pod serving 1k and 5k WebSocket clients.
 
-Starts its own ``redis-server`` (``sparkwire.stack.RedisServer``: AOF, ``appendfsync always``) and, per
-client count, a fresh gateway (``sparkwire.stack.GatewayProcess``: ``sparkwire gateway`` under uvicorn,
+Starts its own ``redis-server`` (``sparkwire_harness.stack.RedisServer``: AOF, ``appendfsync always``) and, per
+client count, a fresh gateway (``sparkwire_harness.stack.GatewayProcess``: ``sparkwire gateway`` under uvicorn,
 one process = one pod, default options). Commits go through the real commit script
-(``sparkwire.stack.Committer``, 100-byte payloads), one commit every ``--commit-interval-ms``, at several
+(``sparkwire_harness.stack.Committer``, 100-byte payloads), one commit every ``--commit-interval-ms``, at several
 rates. The clients run in ``--workers`` load-generator processes, each one event loop (uvloop) of raw
 WebSocket clients that speak the protocol (hello, welcome, snapshot, entries, coalesced acks, pongs, and
 a reconnect with session and cursor after a resumable close) with little per-frame work: the seqs and
@@ -49,7 +49,7 @@ from _fanout_measure import Memory, Phase, Scenario, Workers, run_scenario
 from _fanout_report import SECTION, render
 
 from sparkwire.replaylog.keys import StreamKeys
-from sparkwire.stack import Committer, RedisServer, repo_root
+from sparkwire_harness.stack import Committer, RedisServer, repo_root
 
 PAYLOAD_BYTES = 100
 POOL_VARIANT = "max_connections=10000"
@@ -108,7 +108,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     load_before = os.getloadavg()
     wall_start = time.monotonic()
     date = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    revision = git_revision(repo_root(), ["services/gateway", "services/replaylog", "services/stack"])
+    revision = git_revision(repo_root(), ["services/sparkwire/gateway", "services/sparkwire/replaylog",
+                                          "harness/sparkwire_harness/stack"])
     memories: list[Memory] = []
     phases: list[Phase] = []
     workers = Workers(args.workers)

@@ -1,6 +1,6 @@
 """The cost of waiting for a replica: ``commit_batch`` with ``replicas=0`` vs ``replicas=1``, same primary, same run.
 
-Starts a real primary and a real replica (``sparkwire.stack.RedisServer``: AOF on, ``appendfsync always``, as
+Starts a real primary and a real replica (``sparkwire_harness.stack.RedisServer``: AOF on, ``appendfsync always``, as
 in production), makes the replica follow the primary (``REPLICAOF`` at runtime) and, for each batch size,
 commits the same window results alternately with:
 
@@ -44,7 +44,7 @@ from commit_throughput import METRICS, QUERY_ID, make_records
 
 from sparkwire.replaylog import Record, ReplayLogWriter
 from sparkwire.replaylog.writer import DEFAULT_CHUNK_SIZE, DEFAULT_REPLICA_TIMEOUT_MS
-from sparkwire.stack import RedisServer
+from sparkwire_harness.stack import RedisServer
 
 SECTION = "replicated_commit"
 START_MARKER, END_MARKER = markers(SECTION)

@@ -31,7 +31,7 @@ from _sbs_measure import Idle, Kill, Phase, run_kill, run_server
 from _sbs_report import SECTION, Context, render
 from _servers import Publisher, go_binary, make_server, repo_root
 
-from sparkwire.stack import RedisServer
+from sparkwire_harness.stack import RedisServer
 
 SERVERS = ["sparkwire", "centrifuge", "naive"]
 
@@ -96,7 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     load_before = os.getloadavg()
     started = time.monotonic()
     date = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    revision = git_revision(repo_root(), ["services", "bench"])
+    revision = git_revision(repo_root(), ["services", "harness", "bench"])
     idles: list[Idle] = []
     phases: list[Phase] = []
     kills: list[Kill] = []

@@ -11,7 +11,7 @@ Starts its own Kafka broker and ``redis-server`` (AOF, ``appendfsync always``) i
    trigger interval (p95, and the slowest within 1.25x). Variants (shuffle partitions, trigger) run
    the same way.
 2. **Correct at that rate.** The highest sustained rate reads the whole backlog; its replay log must equal
-   the oracle's results (``sparkwire.verify``), computed independently from the produced records.
+   the oracle's results (``sparkwire_harness.verify``), computed independently from the produced records.
 3. **Window close -> render.** A producer sends events at wall-clock time (heartbeats on), the job runs
    with its default window, delay and trigger, a gateway serves the stream and a ``StreamClient``
    receives it; per result: commit time minus window end, and receive time minus commit time.
@@ -39,8 +39,8 @@ from _spark_rates import Batch, RateVerdict, Rendered, RunSpec, aggregate_batche
 from sparkwire.client.background import BackgroundClient
 from sparkwire.protocol.server_frames import ReceivedEntry
 from sparkwire.replaylog import ReplayLogReader
-from sparkwire.stack import GatewayProcess, KafkaBroker, ManagedProcess, RedisServer
-from sparkwire.verify import compare, expected_results
+from sparkwire_harness.stack import GatewayProcess, KafkaBroker, ManagedProcess, RedisServer
+from sparkwire_harness.verify import compare, expected_results
 
 SECTION = "spark_throughput"
 PYTHON = [sys.executable, "-m", "sparkwire.cli"]
@@ -232,7 +232,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from _spark_report import render  # the report's wording, apart from the measuring
 
     text = render(args=args, date=date, wall=time.monotonic() - started, info=info,
-                  revision=git_revision(REPO, ["services/aggregator", "bench"]),
+                  revision=git_revision(REPO, ["services/sparkwire/aggregator", "bench"]),
                   command=shlex.join([".venv/bin/python", "bench/spark_throughput.py", *argv]),
                   load=(load_before, os.getloadavg()), count=count, produce_s=produce_s, verdicts=verdicts,
                   best=best, check=(check, ok, summary, took), rendered=rendered,

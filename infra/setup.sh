@@ -29,15 +29,15 @@ mvn_copy() {
 }
 
 step_venv() {
-  header "Python venv (.venv): pip install -c constraints.txt -e '.[server,client,dev]'"
+  header "Python venv (.venv): pip install -c constraints.txt -e '.[server,client,dev]' -e ./harness"
   local fp
-  fp="$(fingerprint pyproject.toml constraints.txt)"
+  fp="$(fingerprint pyproject.toml harness/pyproject.toml constraints.txt)"
   if fresh venv "$fp" && [[ -x .venv/bin/python ]]; then
     echo "up to date"; return
   fi
   [[ -x .venv/bin/python ]] || "$PYTHON" -m venv .venv
   .venv/bin/python -m pip install --upgrade pip
-  .venv/bin/python -m pip install -c constraints.txt -e '.[server,client,dev]'
+  .venv/bin/python -m pip install -c constraints.txt -e '.[server,client,dev]' -e ./harness
   stamp venv "$fp"
 }
 
@@ -102,8 +102,8 @@ step_toxiproxy() {
 }
 
 step_npm() {
-  header "Browser client's npm package (services/client/js): npm ci (TypeScript, to check its declarations)"
-  local fp dir=services/client/js
+  header "Browser client's npm package (services/sparkwire/client/js): npm ci (TypeScript, to check its declarations)"
+  local fp dir=services/sparkwire/client/js
   fp="$(fingerprint "$dir/package.json" "$dir/package-lock.json")"
   if fresh npm "$fp" && [[ -d "$dir/node_modules" ]]; then
     echo "up to date"; return

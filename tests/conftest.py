@@ -9,8 +9,8 @@ from uuid import uuid4
 import pytest
 import redis as redis_lib
 
-from sparkwire.chaos.toxiproxy import Toxiproxy
-from sparkwire.stack import KafkaBroker, KafkaCluster, RedisServer
+from sparkwire_harness.chaos.toxiproxy import Toxiproxy
+from sparkwire_harness.stack import KafkaBroker, KafkaCluster, RedisServer
 
 # Servers started by this session, by the fixture name that started them (for failure reports).
 _SERVERS: dict[str, RedisServer | KafkaBroker] = {}
@@ -87,7 +87,7 @@ def pytest_runtest_makereport(
             state = "running" if server.process.alive else f"exited ({server.process.returncode})"
             title = f"{name} log, last {_LOG_TAIL_LINES} lines ({state}, {server.process.log_path})"
             report.sections.append((title, server.log_tail(_LOG_TAIL_LINES)))
-        # A test's own Kafka cluster (tests/integration/stack): every node's log.
+        # A test's own Kafka cluster (tests/integration/harness/stack): every node's log.
         for name, value in getattr(item, "funcargs", {}).items():
             if isinstance(value, KafkaCluster):
                 report.sections.append((f"{name}: Kafka node logs, last 40 lines each", value.log_tail(40)))

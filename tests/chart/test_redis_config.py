@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from sparkwire.stack.ports import free_port
+from sparkwire_harness.stack.ports import free_port
 
 from .conftest import FULLNAME, find, render
 

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 import redis
 
-from sparkwire.stack.ports import free_port
-from sparkwire.stack.process import ManagedProcess
+from sparkwire_harness.stack.ports import free_port
+from sparkwire_harness.stack.process import ManagedProcess
 
 from .conftest import FULLNAME, find, render
 

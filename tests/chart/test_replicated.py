@@ -357,7 +357,7 @@ def test_the_single_broker_is_unchanged() -> None:
 def test_kafkas_storage_tool_accepts_the_config_and_cluster_id(objects: list[Obj], tmp_path: Path) -> None:
     """`kafka-storage format` (the one the pod runs, Kafka 4.1.1 from `make setup`) on pod 1's config:
     the static quorum names it, the cluster id parses, the node id is recorded."""
-    from sparkwire.stack.kafka_broker import _java_executable, kafka_libs_dir
+    from sparkwire_harness.stack.kafka_broker import _java_executable, kafka_libs_dir
 
     libs = kafka_libs_dir()
     if not any(libs.glob("kafka_*.jar")):

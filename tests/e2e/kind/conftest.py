@@ -61,10 +61,10 @@ from sparkwire.producer.events import GeneratorConfig, generate
 from sparkwire.producer.publisher import DELIVERY_TIMEOUT_S
 from sparkwire.replaylog import ReplayLogReader
 from sparkwire.replaylog.model import Entry, StreamMeta
-from sparkwire.verify import WindowResult, check_seqs, compare, expected_results
-
-from ..journal import ConnectionJournal, record, unexplained_resets
-from ..local.conftest import FaultLoop
+from sparkwire_harness.e2e.clients import run_until_caught_up
+from sparkwire_harness.e2e.fault_loop import FaultLoop
+from sparkwire_harness.e2e.journal import ConnectionJournal, record, unexplained_resets
+from sparkwire_harness.verify import WindowResult, check_seqs, compare, expected_results
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
@@ -734,7 +734,7 @@ def job_logs(kube: Kube, name: str) -> str:
 
 @dataclass
 class Tracked:
-    """A StreamClient and the journal of its connections (``tests/e2e/journal.py``)."""
+    """A StreamClient and the journal of its connections (``harness/sparkwire_harness/e2e/journal.py``)."""
 
     client: StreamClient
     journal: ConnectionJournal
@@ -750,33 +750,15 @@ def tracked_client(url: str, token: str | None) -> Tracked:
     return Tracked(client, record(client))
 
 
-def _caught_up(tracked: Tracked, seq: int) -> bool:
-    applied = tracked.client.applied
-    last = applied[-1][0] if applied else (tracked.snapshots[-1] if tracked.snapshots else -1)
-    return last >= seq
-
-
 async def run_clients(count: int, url: str, token: str | None, during: Callable[[], None], head: Callable[[], int],
                       catch_up_timeout: float = 120) -> list[Tracked]:
-    """``count`` clients connected first; then ``during()`` (blocking: traffic and faults) runs in a thread;
-    then wait until every client has applied up to ``head()`` (the log's last seq, read after)."""
+    """``count`` clients connected first (each has applied its snapshot); then ``during()`` (blocking: traffic
+    and faults) runs in a thread; then wait until every client has applied up to ``head()`` (the log's last seq,
+    read after)."""
     clients = [tracked_client(url, token) for _ in range(count)]
-    tasks = [asyncio.create_task(c.client.run()) for c in clients]
-    try:
-        for tracked in clients:
-            await tracked.client.wait_until(lambda t=tracked: bool(t.snapshots), timeout=60)
-        await asyncio.to_thread(during)
-        last = await asyncio.to_thread(head)
-        deadline = time.monotonic() + catch_up_timeout
-        while time.monotonic() < deadline and not all(_caught_up(c, last) for c in clients):
-            await asyncio.sleep(0.5)
-        behind = [c for c in clients if not _caught_up(c, last)]
-        assert not behind, f"{len(behind)} clients behind seq {last}; e.g. {[c.client.stats() for c in behind[:3]]}"
-        await asyncio.sleep(1.5)  # one ack interval
-    finally:
-        for tracked in clients:
-            await tracked.client.stop()
-        await asyncio.gather(*tasks, return_exceptions=True)
+    journals = {id(tracked.client): tracked.journal for tracked in clients}
+    await run_until_caught_up([t.client for t in clients], ready=lambda c: bool(journals[id(c)].snapshots),
+                              during=during, head=head, ready_timeout=60, catch_up_timeout=catch_up_timeout)
     return clients
 
 

@@ -13,7 +13,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from ..local.conftest import FaultLoop
+from sparkwire_harness.e2e.fault_loop import FaultLoop
+
 from .conftest import (
     CHART,
     GATEWAY_SELECTOR,

@@ -28,7 +28,8 @@ import time
 
 import pytest
 
-from ..local.conftest import FaultLoop
+from sparkwire_harness.e2e.fault_loop import FaultLoop
+
 from .conftest import (
     DRIVER_SELECTOR,
     GATEWAY_SELECTOR,

@@ -49,7 +49,8 @@ COMMON_FLAGS = ["--profile", "kind,e2e", "--kube-context", CONTEXT, "--interacti
 RUN_TIMEOUT = 900  # two image builds (the Docker layer cache usually has them) and `kind load`
 DEV_DEPLOY_TIMEOUT = 600  # the first deploy of `skaffold dev`, and each redeploy after a change
 STOP_TIMEOUT = 120
-PAGE = ROOT / "services" / "gateway" / "static" / "index.html"  # served at "/", packaged into the gateway image
+# Served at "/", packaged into the gateway image.
+PAGE = ROOT / "services" / "sparkwire" / "gateway" / "static" / "index.html"
 IMPORTANT = re.compile(r"^(Generating tags|Checking cache|Starting (build|deploy|test)|Build \[|Building \[|"
                        r"Loading images|Images loaded|Helm release|Waiting for deployments|Deployments stabilized|"
                        r"Press Ctrl\+C|Watching for changes|Listing files|Skipping|WARN|ERRO|FATA|"

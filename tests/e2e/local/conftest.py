@@ -3,9 +3,8 @@ session's Redis, entries committed through the real commit script at a steady ra
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import random
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -16,7 +15,9 @@ import redis as redis_lib
 
 from sparkwire.client import StreamClient
 from sparkwire.replaylog import ReplayLogReader
-from sparkwire.stack import Committer, GatewayProcess, NginxBalancer, RedisServer
+from sparkwire_harness.e2e.clients import run_until_caught_up
+from sparkwire_harness.e2e.fault_loop import FaultLoop
+from sparkwire_harness.stack import Committer, GatewayProcess, NginxBalancer, RedisServer
 
 GATEWAYS = 3
 
@@ -50,30 +51,6 @@ def cluster(redis_server: RedisServer, redis: redis_lib.Redis, unique_name: str,
             gateway.process.stop()
 
 
-class FaultLoop:
-    """Injects a fault every ``every`` seconds in the background while traffic keeps flowing."""
-
-    def __init__(self, fault: object, every: float) -> None:
-        self.fault = fault
-        self.every = every
-        self.count = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.every):
-            self.fault()  # type: ignore[operator]
-            self.count += 1
-
-    def __enter__(self) -> FaultLoop:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-
 def kill_and_restart_one(cluster: Cluster, rng: random.Random) -> None:
     victim = rng.choice(cluster.gateways)
     victim.process.kill()  # SIGKILL: no drain, no close frames
@@ -82,39 +59,19 @@ def kill_and_restart_one(cluster: Cluster, rng: random.Random) -> None:
     victim.start()
 
 
-def _caught_up(client: StreamClient, seq: int) -> bool:
-    return bool(client.applied) and client.applied[-1][0] >= seq
-
-
 async def run_clients(cluster: Cluster, committer: Committer, count: int, seconds: float,
                       faults: FaultLoop | None) -> list[StreamClient]:
     """``count`` clients connected before the first commit, traffic for ``seconds`` (with ``faults``
     running), then wait until every client has applied everything committed."""
-    clients = [StreamClient(cluster.url) for _ in range(count)]
-    tasks = [asyncio.create_task(c.run()) for c in clients]
-    try:
-        for client in clients:
-            await client.wait_until(lambda c=client: c.stats().connects >= 1, timeout=30)
+
+    def traffic() -> None:
         committer.start()
-        if faults is not None:
-            with faults:
-                await asyncio.sleep(seconds)
-        else:
-            await asyncio.sleep(seconds)
+        with faults if faults is not None else contextlib.nullcontext():
+            time.sleep(seconds)
         committer.stop()
-        last = committer.committed
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not all(_caught_up(c, last) for c in clients):
-            await asyncio.sleep(0.2)
-        behind = [c for c in clients if not _caught_up(c, last)]
-        assert not behind, (
-            f"{len(behind)} clients behind seq {last}; e.g. "
-            + "; ".join(f"at {c.applied[-1][0] if c.applied else 0}: {c.stats()}" for c in behind[:3])
-            + f"; events {cluster.events}"
-        )
-        await asyncio.sleep(1.5)  # one ack interval: the last acks reach the session hashes
-    finally:
-        for client in clients:
-            await client.stop()
-        await asyncio.gather(*tasks, return_exceptions=True)
+
+    clients = [StreamClient(cluster.url) for _ in range(count)]
+    await run_until_caught_up(clients, ready=lambda c: c.stats().connects >= 1, during=traffic,
+                              head=lambda: committer.committed, ready_timeout=30, catch_up_timeout=60,
+                              context=lambda: f"events {cluster.events}")
     return clients

@@ -11,9 +11,9 @@ import redis as redis_lib
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
-from sparkwire.chaos.topology import ProxiedKafkaBroker
-from sparkwire.chaos.toxiproxy import Toxiproxy
-from sparkwire.stack import RedisServer, free_port
+from sparkwire_harness.chaos.topology import ProxiedKafkaBroker
+from sparkwire_harness.chaos.toxiproxy import Toxiproxy
+from sparkwire_harness.stack import RedisServer, free_port
 
 
 def test_blackhole_reset_and_cut_between_a_client_and_redis(toxiproxy: Toxiproxy, redis_server: RedisServer) -> None:

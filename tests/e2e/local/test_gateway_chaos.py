@@ -11,9 +11,10 @@ import redis as redis_lib
 
 from sparkwire.client import StreamClient
 from sparkwire.replaylog.sessions import session_key
-from sparkwire.stack import Committer
+from sparkwire_harness.e2e.fault_loop import FaultLoop
+from sparkwire_harness.stack import Committer
 
-from .conftest import Cluster, FaultLoop, kill_and_restart_one, run_clients
+from .conftest import Cluster, kill_and_restart_one, run_clients
 
 pytestmark = pytest.mark.slow
 

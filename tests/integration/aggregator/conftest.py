@@ -13,8 +13,8 @@ import pytest
 
 from sparkwire.redis_url import connect
 from sparkwire.replaylog import ReplayLogReader, StreamMeta
-from sparkwire.stack import KafkaBroker, ManagedProcess, RedisServer, ReplicatedRedis, free_port
-from sparkwire.verify import Outcome, WindowResult, expected_outcome, expected_results
+from sparkwire_harness.stack import KafkaBroker, ManagedProcess, RedisServer, ReplicatedRedis, free_port
+from sparkwire_harness.verify import Outcome, WindowResult, expected_outcome, expected_results
 
 WINDOW_MS = 1_000
 DELAY_MS = 500

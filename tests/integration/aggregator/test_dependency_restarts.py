@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from sparkwire.stack import KafkaBroker, RedisServer
-from sparkwire.verify import compare
+from sparkwire_harness.stack import KafkaBroker, RedisServer
+from sparkwire_harness.verify import compare
 
 from .conftest import Pipeline
 

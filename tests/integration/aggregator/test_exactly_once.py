@@ -1,7 +1,7 @@
 """The aggregator end to end with real Kafka, Spark and Redis: the replay log holds exactly the expected
 window results, once each, with gap-free seqs, whatever the input and wherever the driver is killed.
 
-Expected results come from ``sparkwire.verify.expected_results`` over the produced records: plain
+Expected results come from ``sparkwire_harness.verify.expected_results`` over the produced records: plain
 Python, no Spark."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import urllib.request
 import pytest
 from confluent_kafka import Consumer
 
-from sparkwire.verify import compare
+from sparkwire_harness.verify import compare
 
 from .conftest import Pipeline, wait_exit
 

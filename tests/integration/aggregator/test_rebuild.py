@@ -24,8 +24,8 @@ from confluent_kafka.admin import AdminClient
 from sparkwire.client import BackgroundClient
 from sparkwire.protocol.positions import Cursor
 from sparkwire.replaylog.model import Entry
-from sparkwire.stack import GatewayProcess, KafkaBroker, RedisServer
-from sparkwire.verify import WindowResult, compare
+from sparkwire_harness.stack import GatewayProcess, KafkaBroker, RedisServer
+from sparkwire_harness.verify import WindowResult, compare
 
 from .conftest import DELAY_MS, START_MS, WINDOW_MS, Pipeline, wait_exit
 from .test_exactly_once import scrape

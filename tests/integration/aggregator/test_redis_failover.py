@@ -16,8 +16,8 @@ from redis.exceptions import RedisError
 
 from sparkwire.redis_url import connect
 from sparkwire.replaylog.keys import StreamKeys
-from sparkwire.stack import KafkaBroker, ReplicatedRedis
-from sparkwire.verify import compare
+from sparkwire_harness.stack import KafkaBroker, ReplicatedRedis
+from sparkwire_harness.verify import compare
 
 from .conftest import Pipeline
 from .test_dependency_restarts import supervise_until

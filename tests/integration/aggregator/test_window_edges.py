@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from sparkwire.verify import compare, expected_results, parse_event
+from sparkwire_harness.verify import compare, expected_results, parse_event
 
 from .conftest import DELAY_MS, WINDOW_MS, Pipeline, wait_exit
 from .test_exactly_once import scrape

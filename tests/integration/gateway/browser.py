@@ -43,7 +43,7 @@ def open_page(browser: Browser, console: list[str], url: str, *, init_script: st
 
 # -- a page whose WebSocket is scripted (no server): the browser client fed exactly the frames a test wants --
 
-SERVICES = Path(__file__).resolve().parents[3] / "services"
+SERVICES = Path(__file__).resolve().parents[3] / "services" / "sparkwire"
 STATIC = SERVICES / "gateway" / "static"
 BROWSER_CLIENT = SERVICES / "client" / "js" / "sparkwire-client.js"
 FAKE_SOCKET = """

@@ -16,7 +16,7 @@ from playwright.sync_api import Browser
 from sparkwire.client import StreamClient
 from sparkwire.replaylog import ReplayLogReader, ReplayLogWriter
 from sparkwire.replaylog.model import Record
-from sparkwire.stack import Committer, GatewayProcess, RedisServer, http_status
+from sparkwire_harness.stack import Committer, GatewayProcess, RedisServer, http_status
 
 from .browser import launch_chromium
 

@@ -22,8 +22,8 @@ from websockets.exceptions import ConnectionClosed
 from websockets.typing import Origin
 
 from sparkwire.gateway.auth import issue_token
-from sparkwire.stack import RedisServer
-from sparkwire.stack.ports import free_port
+from sparkwire_harness.stack import RedisServer
+from sparkwire_harness.stack.ports import free_port
 
 from .conftest import SECRET, GatewayProcess, http_status
 from .raw_client import Received, closed_with, collect, open_session

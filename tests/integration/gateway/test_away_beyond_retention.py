@@ -12,7 +12,7 @@ import redis as redis_lib
 from sparkwire.client import StreamClient
 from sparkwire.client.reconnect import ReconnectPolicy
 from sparkwire.replaylog import ReplayLogReader
-from sparkwire.stack import Committer, GatewayProcess, RedisServer
+from sparkwire_harness.stack import Committer, GatewayProcess, RedisServer
 
 RETENTION = 60
 

@@ -23,7 +23,7 @@ from sparkwire.protocol.server_frames import (
 from sparkwire.replaylog import ReplayLogReader
 from sparkwire.replaylog.model import Entry, Snapshot, StateItem
 from sparkwire.replaylog.sessions import session_key
-from sparkwire.stack import NginxBalancer, RedisServer
+from sparkwire_harness.stack import NginxBalancer, RedisServer
 
 from .browser import WAIT_MS, deliver, events, open_page, scripted_page, sent_acks, socket_opened, start_client
 from .conftest import Committer, GatewayProcess, wait_for

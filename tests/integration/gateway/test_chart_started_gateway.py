@@ -19,8 +19,8 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 from websockets.typing import Origin
 
-from sparkwire.stack import ManagedProcess, RedisServer, http_status
-from sparkwire.stack.ports import free_port
+from sparkwire_harness.stack import ManagedProcess, RedisServer, http_status
+from sparkwire_harness.stack.ports import free_port
 
 from ...chart.conftest import gateway_container, render, resolved_env
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import redis as redis_lib
 
 from sparkwire.replaylog.sessions import session_key
-from sparkwire.stack import Committer, GatewayProcess, RedisServer
+from sparkwire_harness.stack import Committer, GatewayProcess, RedisServer
 
 from .raw_client import Received, collect, open_session
 

@@ -21,7 +21,7 @@ from websockets.typing import Origin
 
 from sparkwire.gateway.auth import issue_token
 from sparkwire.replaylog import ReplayLogReader
-from sparkwire.stack import Committer, GatewayProcess, RedisServer
+from sparkwire_harness.stack import Committer, GatewayProcess, RedisServer
 
 from .conftest import SECRET
 from .sse_client import SseConversation, sse_connection

@@ -15,7 +15,7 @@ import redis as redis_lib
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
-from sparkwire.stack import Committer, GatewayProcess, RedisServer
+from sparkwire_harness.stack import Committer, GatewayProcess, RedisServer
 
 HISTORY = 10_000
 PAGE_SIZE = 10  # many small history reads, so a bad frame lands while one is in flight

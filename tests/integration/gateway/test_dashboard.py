@@ -14,8 +14,8 @@ from playwright.sync_api import Browser, Page
 
 from sparkwire.aggregator.job import window_record
 from sparkwire.replaylog import Record, ReplayLogReader
-from sparkwire.stack import Committer, GatewayProcess
-from sparkwire.verify.expected import WindowResult, expected_results
+from sparkwire_harness.stack import Committer, GatewayProcess
+from sparkwire_harness.verify.expected import WindowResult, expected_results
 
 from .browser import WAIT_MS, wait_js
 

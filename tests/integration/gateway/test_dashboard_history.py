@@ -20,7 +20,7 @@ import redis as redis_lib
 from playwright.sync_api import Browser, Page, Route
 
 from sparkwire.replaylog import Record, ReplayLogReader, ReplayLogWriter
-from sparkwire.stack import GatewayProcess
+from sparkwire_harness.stack import GatewayProcess
 
 from .browser import WAIT_MS, scripted_page, socket_opened, wait_js
 

@@ -28,7 +28,7 @@ from sparkwire.aggregator.pipeline import WINDOW_SCHEMA
 from sparkwire.replaylog import Record, ReplayLogReader, ReplayLogWriter
 from sparkwire.spark.records import ResultEncoder
 from sparkwire.spark.stream import StreamSpec
-from sparkwire.stack import GatewayProcess, RedisServer
+from sparkwire_harness.stack import GatewayProcess, RedisServer
 
 from .browser import wait_js
 

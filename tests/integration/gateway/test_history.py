@@ -19,7 +19,7 @@ import redis as redis_lib
 from sparkwire.gateway.auth import issue_token
 from sparkwire.protocol.limits import DEFAULT_HISTORY_ENTRIES, MAX_HISTORY_ENTRIES
 from sparkwire.replaylog import Record, ReplayLogReader, ReplayLogWriter
-from sparkwire.stack import Committer, GatewayProcess, RedisServer
+from sparkwire_harness.stack import Committer, GatewayProcess, RedisServer
 
 from .conftest import SECRET
 from .raw_client import Received, collect, open_session

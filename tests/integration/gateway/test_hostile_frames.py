@@ -21,7 +21,7 @@ from sparkwire.client import BackgroundClient
 from sparkwire.protocol.close_codes import CLOSE_SPECS, CloseCode
 from sparkwire.protocol.limits import MAX_CLIENT_FRAME_BYTES
 from sparkwire.replaylog import ReplayLogReader
-from sparkwire.stack import Committer, GatewayProcess, RedisServer, http_status
+from sparkwire_harness.stack import Committer, GatewayProcess, RedisServer, http_status
 
 DOCUMENTED = {int(code) for code in CLOSE_SPECS}
 # How long an example listens after its last frame: long enough for the server's verdict on a bad frame.

@@ -3,8 +3,8 @@
 
 This is the signature the kind suite reported as "one snapshot but two ``no_position`` resets", produced
 here on purpose: toxiproxy cuts the gateway's side of the first connection inside the snapshot frame
-(``limit_data``, as the chaos run's "cut" fault). The client's journal (tests/e2e/journal.py) shows the
-cut connection, and ``unexplained_resets`` accepts it as the protocol's promise, while it rejects a reset
+(``limit_data``, as the chaos run's "cut" fault). The client's journal (``sparkwire_harness.e2e.journal``)
+shows the cut connection, and ``unexplained_resets`` accepts it as the protocol's promise, while it rejects a reset
 after the applied snapshot (its unit tests), which a lost cursor or session would give.
 """
 
@@ -16,12 +16,12 @@ from pathlib import Path
 
 import redis as redis_lib
 
-from sparkwire.chaos.toxiproxy import Toxiproxy
 from sparkwire.client import ReconnectPolicy, StreamClient
 from sparkwire.replaylog import ReplayLogReader
-from sparkwire.stack import Committer, GatewayProcess, RedisServer
+from sparkwire_harness.chaos.toxiproxy import Toxiproxy
+from sparkwire_harness.e2e.journal import record, unexplained_resets
+from sparkwire_harness.stack import Committer, GatewayProcess, RedisServer
 
-from ...e2e.journal import record, unexplained_resets
 from .conftest import stop_at_head
 
 CUT_AFTER_BYTES = 20_000  # past the welcome (~250 bytes), well inside the ~450 KB snapshot frame

@@ -1,4 +1,4 @@
-"""The browser client as an npm package (services/client/js): its own tests and type check pass, ``npm pack``
+"""The browser client as an npm package (services/sparkwire/client/js): its own tests and type check pass, ``npm pack``
 builds a package of the module, its declarations and README, and the client, run under Node, receives a real
 gateway's entries exactly once."""
 
@@ -13,11 +13,11 @@ import redis as redis_lib
 
 from sparkwire.protocol import CLOSE_SPECS, PROTOCOL_VERSION
 from sparkwire.replaylog import ReplayLogReader
-from sparkwire.stack.ports import free_port
+from sparkwire_harness.stack.ports import free_port
 
 from .conftest import Committer, GatewayProcess
 
-PACKAGE = Path(__file__).resolve().parents[3] / "services" / "client" / "js"
+PACKAGE = Path(__file__).resolve().parents[3] / "services" / "sparkwire" / "client" / "js"
 
 
 def npm(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:

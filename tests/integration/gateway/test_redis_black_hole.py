@@ -18,8 +18,8 @@ import redis as redis_lib
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
-from sparkwire.chaos.toxiproxy import Toxiproxy
-from sparkwire.stack import Committer, GatewayProcess, RedisServer, http_status
+from sparkwire_harness.chaos.toxiproxy import Toxiproxy
+from sparkwire_harness.stack import Committer, GatewayProcess, RedisServer, http_status
 
 TIMEOUT_MS = 1000
 

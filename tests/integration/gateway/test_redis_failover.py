@@ -15,7 +15,7 @@ from pathlib import Path
 from sparkwire.client import ClientStats, ReconnectPolicy, StreamClient
 from sparkwire.redis_url import connect
 from sparkwire.replaylog import Record, ReplayLogReader, ReplayLogWriter
-from sparkwire.stack import GatewayProcess, ReplicatedRedis
+from sparkwire_harness.stack import GatewayProcess, ReplicatedRedis
 
 CLIENTS = 10
 LATE_CLIENTS = 3

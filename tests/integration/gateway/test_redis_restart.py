@@ -11,7 +11,7 @@ from pathlib import Path
 from sparkwire.client import ReconnectPolicy, StreamClient
 from sparkwire.replaylog import ReplayLogWriter
 from sparkwire.replaylog.model import Record
-from sparkwire.stack import GatewayProcess, RedisServer
+from sparkwire_harness.stack import GatewayProcess, RedisServer
 
 CLIENTS = 12
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sparkwire.stack import GatewayProcess, RedisServer, ReplicatedRedis
+from sparkwire_harness.stack import GatewayProcess, RedisServer, ReplicatedRedis
 
 pytestmark = pytest.mark.slow
 

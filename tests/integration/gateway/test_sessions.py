@@ -10,7 +10,7 @@ import redis.asyncio as redis_async
 
 from sparkwire.gateway.sessions import SessionPosition, SessionStore
 from sparkwire.replaylog.sessions import RedisSessionRecords, session_key
-from sparkwire.stack import RedisServer
+from sparkwire_harness.stack import RedisServer
 
 
 def test_acks_are_flushed_in_batches_newest_first_and_one_session_on_demand(

@@ -16,7 +16,7 @@ from sparkwire.client import BackgroundClient, StreamClient
 from sparkwire.protocol.close_codes import CloseCode
 from sparkwire.protocol.server_frames import ReceivedEntry
 from sparkwire.replaylog import ReplayLogReader
-from sparkwire.stack import Committer, GatewayProcess, RedisServer
+from sparkwire_harness.stack import Committer, GatewayProcess, RedisServer
 
 STALL_S = 6.0
 

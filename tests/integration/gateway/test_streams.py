@@ -11,7 +11,7 @@ import redis as redis_lib
 
 from sparkwire.gateway.auth import issue_token
 from sparkwire.replaylog import ReplayLogWriter
-from sparkwire.stack import GatewayProcess, RedisServer
+from sparkwire_harness.stack import GatewayProcess, RedisServer
 
 from .conftest import SECRET
 from .test_history import get

@@ -17,7 +17,7 @@ from websockets.exceptions import ConnectionClosed
 
 from sparkwire.client import StreamClient, TerminalClose
 from sparkwire.gateway.auth import LEEWAY_SECONDS, issue_token
-from sparkwire.stack import RedisServer
+from sparkwire_harness.stack import RedisServer
 
 from .conftest import SECRET, Committer, GatewayProcess, stop_at_head
 

@@ -12,7 +12,7 @@ import redis as redis_lib
 from websockets.asyncio.client import connect
 
 from sparkwire.replaylog import Record, ReplayLogReader, ReplayLogWriter, plan_chunks
-from sparkwire.stack import GatewayProcess, RedisServer
+from sparkwire_harness.stack import GatewayProcess, RedisServer
 
 
 def rec(i: int) -> Record:

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 import redis as redis_lib
 
-from sparkwire.chaos.toxiproxy import Toxiproxy
 from sparkwire.replaylog import Record, ReplayLogWriter
 from sparkwire.replaylog.writer import CommitEvents, NotReplicated, TailLost
-from sparkwire.stack import RedisServer
+from sparkwire_harness.chaos.toxiproxy import Toxiproxy
+from sparkwire_harness.stack import RedisServer
 
 pytestmark = pytest.mark.slow
 

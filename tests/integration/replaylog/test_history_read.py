@@ -13,7 +13,7 @@ import redis.asyncio as redis_async
 
 from sparkwire.replaylog import History, Record, ReplayLogReader, ReplayLogWriter, StreamKeys
 from sparkwire.replaylog.async_reader import AsyncReplayLogReader
-from sparkwire.stack import RedisServer
+from sparkwire_harness.stack import RedisServer
 
 
 def commit(writer: ReplayLogWriter, batch: int, first: int, count: int, keys: int = 7) -> None:

@@ -17,7 +17,7 @@ from sparkwire.replaylog import Record, ReplayLogWriter
 from sparkwire.replaylog.memory import MemoryBackend
 from sparkwire.replaylog.port import AckRecord, LogBackend, SessionPosition
 from sparkwire.replaylog.redis_backend import RedisBackend
-from sparkwire.stack import RedisServer
+from sparkwire_harness.stack import RedisServer
 
 
 @dataclass

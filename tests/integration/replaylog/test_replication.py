@@ -10,7 +10,7 @@ import pytest
 
 from sparkwire.redis_url import connect_async
 from sparkwire.replaylog.replication import ReplicationStatus, read_replication, read_replication_async
-from sparkwire.stack import RedisServer, ReplicatedRedis
+from sparkwire_harness.stack import RedisServer, ReplicatedRedis
 
 pytestmark = pytest.mark.slow
 

@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 
 from sparkwire.replaylog import ReplayLogReader
 from sparkwire.spark import DeliveryError, Target, UnencodableSchema, deliver
-from sparkwire.stack import RedisServer
+from sparkwire_harness.stack import RedisServer
 
 pytestmark = pytest.mark.slow
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from sparkwire.stack import KafkaBroker, RedisServer, free_port
+from sparkwire_harness.stack import KafkaBroker, RedisServer, free_port
 
 pytestmark = pytest.mark.slow
 

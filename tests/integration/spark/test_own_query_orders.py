@@ -33,7 +33,7 @@ from sparkwire.examples.orders.expected import (
 )
 from sparkwire.replaylog import ReplayLogReader
 from sparkwire.spark.checkpoint import read_history
-from sparkwire.stack import KafkaBroker, ManagedProcess, RedisServer
+from sparkwire_harness.stack import KafkaBroker, ManagedProcess, RedisServer
 
 pytestmark = pytest.mark.slow
 

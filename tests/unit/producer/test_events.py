@@ -6,7 +6,7 @@ import json
 import pytest
 
 from sparkwire.producer.events import MALFORMED_TEMPLATES, GeneratorConfig, generate
-from sparkwire.verify import parse_event
+from sparkwire_harness.verify import parse_event
 
 
 def test_the_same_seed_gives_the_same_records() -> None:

@@ -1,0 +1,248 @@
+"""``sparkwire chaos``: the whole pipeline — producer, Kafka, the Spark aggregator and the orders example's
+job (``chaos/orders.py``), Redis, three gateways behind nginx, hundreds of Python clients and the dashboard
+in Chromium — on this machine, under one seeded fault schedule (printed first; the same seed gives the same
+schedule), then checked: every client's render against results computed independently from the produced
+events, every orders revision against the orders, and the processes' counters. Ends with one line,
+``OK exactly once: ...`` or ``FAIL: <client>, seq <n>: ...``; exit 0 or 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import secrets
+import shutil
+import sys
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from sparkwire.gateway.auth import issue_token
+from sparkwire.replaylog import ReplayLogReader
+from sparkwire_harness.chaos import faults as fault_kinds
+from sparkwire_harness.chaos.counters import cross_check
+from sparkwire_harness.chaos.monitor import Monitor
+from sparkwire_harness.chaos.orders import OrdersSide, SupervisedOrders
+from sparkwire_harness.chaos.pipeline import (
+    DELAY_MS,
+    REPLICATED_DELAY_MS,
+    WINDOW_MS,
+    Settings,
+    SupervisedAggregator,
+    events_path,
+    producer,
+    wait_exit,
+)
+from sparkwire_harness.chaos.recovery import recovery_time, summarize
+from sparkwire_harness.chaos.schedule import CATEGORY, EDGES, Schedule, build_schedule
+from sparkwire_harness.chaos.topology import STREAM, TOPOLOGIES, Topology, start_topology
+from sparkwire_harness.chaos.verifier import first_problem, verdict_line, verify
+from sparkwire_harness.stack import ManagedProcess, cache_dir
+
+# Shorter than the defaults (20 s / 30 s), so a hung gateway is found within a short run; the client's
+# silence timeout follows the protocol's rule, ping interval + 10 s.
+GATEWAY_ARGS = ["--ping-interval-ms", "5000", "--pong-timeout-ms", "15000", "--log-level", "WARNING"]
+SILENCE_S = 15.0
+LEAD_S = 25.0  # from starting the clients to the fault window: Spark and 200 clients come up meanwhile
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--minutes", type=float, default=10.0, help="length of the fault window (events produced)")
+    parser.add_argument("--seed", type=int, default=7, help="seed of the fault schedule, the clients and the events")
+    parser.add_argument("--clients", type=int, default=200, help="Python clients (plus one Chromium page)")
+    parser.add_argument("--client-processes", type=int, default=4, help="processes the Python clients share")
+    parser.add_argument("--no-browser", action="store_true", help="no Chromium page")
+    parser.add_argument("--rate", type=float, default=100.0, help="events per second")
+    parser.add_argument("--keep", action="store_true", help="keep the work dir (logs) even when the run passes")
+    parser.add_argument("--topology", choices=TOPOLOGIES, default="replicated",
+                        help="replicated: Redis with 2 replicas and 3 sentinels, 3 Kafka brokers (redis-failover and "
+                             "kafka-leader faults); single: one of each (redis-kill and kafka-restart faults)")
+
+
+def _say(text: str) -> None:
+    print(f"[chaos] {text}", flush=True)
+
+
+def _start_clients(topology: Topology, schedule: Schedule, secret: str, t0: float, processes: int,
+                   browser: bool) -> tuple[list[ManagedProcess], ManagedProcess | None, list[Path]]:
+    workdir = topology.workdir
+    ttl = int(schedule.window_s) + 3600
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    regular = [c for c in schedule.clients if c.kind != "slow"]
+    for index, plan in enumerate(regular):
+        groups[f"clients-{index % max(1, processes)}"].append(_client_plan(topology, plan, secret, ttl))
+    slow = [_client_plan(topology, p, secret, ttl) for p in schedule.clients if p.kind == "slow"]
+    if slow:
+        groups["clients-slow"] = slow
+    workers, status_files = [], []
+    for name, clients in groups.items():
+        plan_path = workdir / f"{name}.plan.json"
+        status, report = workdir / f"{name}.status.json", workdir / f"{name}.report.json"
+        plan_path.write_text(json.dumps({"t0": t0, "silence_s": SILENCE_S, "status": str(status),
+                                         "report": str(report), "clients": clients}))
+        worker = ManagedProcess(name, [sys.executable, "-m", "sparkwire_harness.chaos.clients", str(plan_path)],
+                                workdir)
+        worker.start()
+        workers.append(worker)
+        status_files.append(status)
+    page = None
+    if browser:
+        token = issue_token(secret, [STREAM], ttl, subject="page", now=int(time.time()))
+        reloads = [f.at_s for f in schedule.faults if f.kind == "page-reload"]
+        url = f"{topology.edge_url('edge-0')}/?stream={STREAM}&record=1&maxDelayMs=5000#token={token}"
+        plan_path = workdir / "page.plan.json"
+        plan_path.write_text(json.dumps({"t0": t0, "url": url, "reloads": reloads,
+                                         "status": str(workdir / "page.status.json"),
+                                         "report": str(workdir / "page.report.json")}))
+        page = ManagedProcess("page", [sys.executable, "-m", "sparkwire_harness.chaos.browser", str(plan_path)],
+                              workdir)
+        page.start()
+        status_files.append(workdir / "page.status.json")
+    return workers, page, status_files
+
+
+def _client_plan(topology: Topology, plan: Any, secret: str, ttl: int) -> dict[str, Any]:
+    return {"id": plan.id, "kind": plan.kind, "edge": plan.edge, "url": topology.edge_ws(plan.edge),
+            "port": topology.proxy_port(plan.edge), "absences": [list(a) for a in plan.absences],
+            "token": issue_token(secret, [STREAM], ttl, subject=f"client-{plan.id}", now=int(time.time()))}
+
+
+def _wait(condition: Any, timeout: float, what: str) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            _say(f"gave up waiting for {what} after {timeout:.0f}s")
+            return False
+        time.sleep(1.0)
+    return True
+
+
+def _collect(process: ManagedProcess, report: Path) -> Any:
+    process.stop(timeout=60)  # SIGTERM: the process stops its clients and writes its report
+    try:
+        return json.loads(report.read_text())
+    except (OSError, ValueError) as error:
+        raise RuntimeError(f"{process.name} wrote no report ({error}); log:\n{process.log_tail(30)}") from error
+
+
+def run(args: argparse.Namespace) -> int:
+    schedule = build_schedule(args.seed, args.minutes, args.clients, args.topology)
+    print(schedule.describe(), flush=True)
+    workdir = cache_dir() / "run" / f"chaos-{time.strftime('%Y%m%d-%H%M%S')}-seed{args.seed}"
+    workdir.mkdir(parents=True)
+    _say(f"work dir {workdir}")
+    secret = secrets.token_urlsafe(48)
+    topology = start_topology(workdir, secret, GATEWAY_ARGS, args.topology)
+    settings = Settings(rate=args.rate, delay_ms=REPLICATED_DELAY_MS if topology.replicated else DELAY_MS)
+    aggregator = SupervisedAggregator(topology, settings)
+    orders = OrdersSide(topology, SupervisedOrders(topology, settings))
+    workers: list[ManagedProcess] = []
+    page: ManagedProcess | None = None
+    ok = False
+    try:
+        aggregator.start()
+        orders.driver.start()
+        t0 = time.time() + LEAD_S
+        workers, page, status_files = _start_clients(topology, schedule, secret, t0, args.client_processes,
+                                                     not args.no_browser)
+        orders.start_clients(secret, int(schedule.window_s) + 3600, [f"edge-{i}" for i in range(EDGES)])
+        slow = next((w for w in workers if w.name == "clients-slow"), None)
+        targets = fault_kinds.Targets(topology, aggregator, slow, other_drivers=[orders.driver])
+
+        def scrape_targets() -> dict[str, tuple[int | None, int]]:
+            found = {f"gateway-{i}": (g.process.pid, g.port) for i, g in enumerate(topology.gateways)}
+            found["aggregator"] = (aggregator.process.pid if aggregator.process else None, aggregator.metrics_port)
+            return found
+
+        monitor = Monitor(topology.redis_client(), STREAM, status_files, scrape_targets)
+        expected_clients = args.clients + (page is not None)
+        _wait(lambda: len(monitor.client_seqs()) >= expected_clients, LEAD_S + 60, "every client to start")
+        time.sleep(max(0.0, t0 - time.time()))
+        produce = producer(topology, settings, schedule.window_s, args.seed)
+        produce.start()
+        orders.start_producer(schedule.window_s, args.seed)
+        monitor.start()
+        _say(f"fault window of {schedule.window_s:.0f}s begins; {expected_clients} clients")
+        stop = threading.Event()
+        applied: list[fault_kinds.Applied] = []
+
+        def one(fault: Any) -> None:
+            result = fault_kinds.apply(fault, targets, t0, stop)
+            applied.append(result)
+            failure = f" FAILED: {result.error}" if result.error else ""
+            _say(f"injected at +{result.injected_at - t0:6.1f}s: {fault.describe()}{failure}")
+
+        threads = [threading.Thread(target=one, args=(f,), daemon=True) for f in schedule.faults]
+        for thread in threads:
+            thread.start()
+        code = wait_exit(produce, schedule.window_s + 120)
+        for thread in threads:
+            thread.join(timeout=120)
+        if code != 0:
+            raise RuntimeError(f"the producer failed ({code}):\n{produce.log_tail(20)}")
+        from sparkwire_harness.verify import expected_results
+
+        raw = [json.loads(line)["value"] for line in events_path(workdir).read_text().splitlines()]
+        expected = expected_results(raw, WINDOW_MS, settings.delay_ms)
+        _say(f"producer done: {len(raw)} records, {len(expected)} windows expected; waiting for the log, the clients")
+        _wait(lambda: monitor.head() >= len(expected), 240, f"the log to reach seq {len(expected)}")
+        head = max(monitor.head(), 0)
+        _wait(lambda: min(monitor.client_seqs().values(), default=0) >= head, 180, f"every client to reach seq {head}")
+        time.sleep(2.0)  # the last acks reach the session hashes
+        monitor.stop()
+        try:
+            clients = [c for w in workers for c in _collect(w, workdir / f"{w.name}.report.json")["clients"]]
+            page_report = _collect(page, workdir / "page.report.json") if page is not None else None
+        except RuntimeError as error:  # a client process died: what it rendered is unknown
+            print(f"FAIL: {error}", flush=True)
+            return 1
+        reader = ReplayLogReader(topology.redis_client(), STREAM)
+        entries, meta = list(reader.iter_all()), reader.meta()
+        driver_kills = sum(1 for f in schedule.faults if f.kind == "driver-kill")
+        counters = cross_check(monitor, meta, len(expected), topology.redis_client(), driver_kills)
+        verdict = verify(expected, entries, clients, page_report, counters.problems)
+        orders_check = orders.check()
+        times: dict[str, list[float | None]] = defaultdict(list)
+        for result in sorted(applied, key=lambda a: a.fault.index):
+            seconds = recovery_time(monitor.samples, result.ended_at)
+            times[CATEGORY[result.fault.kind]].append(seconds)
+            _say(f"recovered {'never' if seconds is None else f'{seconds:5.1f}s'} after {result.fault.describe()}")
+        for line in counters.lines:
+            _say(line)
+        failed = [a for a in applied if a.error]
+        for result in failed:
+            _say(f"fault #{result.fault.index} could not be applied: {result.error}")
+        _say(f"aggregator exits: {len(aggregator.exits)} ({sorted(set(aggregator.exits))}); clients resent after a "
+             f"session-only resume: {verdict.resent_after_session_resume}")
+        _say("recovery (until every client holds the first result committed after the fault ended):")
+        for line in summarize(times):
+            print(line, flush=True)
+        for problem in verdict.problems[:10]:
+            _say(f"problem: {problem.who} seq {problem.seq}: {problem.what}")
+        first = first_problem(verdict)
+        before = None
+        if first is not None and first.commit_ms:
+            earlier = [a for a in applied if a.injected_at <= first.commit_ms / 1000]
+            if earlier:
+                last = max(earlier, key=lambda a: a.injected_at)
+                before = f"{last.fault.describe()} (injected at +{last.injected_at - t0:.1f}s)"
+        for line in orders_check.lines:
+            _say(line)
+        line = verdict_line(verdict, schedule.counts(), before)
+        if verdict.ok and not orders_check.ok:
+            line = f"FAIL: {orders_check.lines[-1]}"
+        print(line, flush=True)
+        ok = verdict.ok and not failed and orders_check.ok
+        return 0 if ok else 1
+    finally:
+        for process in [*workers, *([page] if page else [])]:
+            process.kill()
+        aggregator.stop()
+        orders.stop()
+        topology.stop()
+        if ok and not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+        else:
+            _say(f"logs kept in {workdir}")

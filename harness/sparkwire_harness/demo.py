@@ -1,0 +1,244 @@
+"""``make demo``: the pipeline on this machine with real processes, and results landing in the replay log.
+
+Starts Redis and a Kafka broker, two Spark jobs — the built-in metrics aggregator, and the orders example
+(``sparkwire.examples.orders``: a team's own query delivered through ``sparkwire.spark``, update mode) —
+two gateways behind nginx (the ingress) serving both streams, and producers of live events and orders
+(with some duplicates and malformed records). Prints every metrics result as it is committed and the
+addresses of the browser pages; Python clients read both streams through nginx while one gateway is killed
+and restarted halfway. With ``--redis replicated`` Redis is 1 primary, 2 replicas and 3 sentinels, every
+process finds the primary through Sentinel, the jobs wait for a replica before publishing, and the primary
+is SIGKILLed halfway too (a failover). At the end both logs are checked against results computed independently from what
+was produced (for orders: every revision of every result), and each client's entries against its log.
+
+The gateways require tokens, as a chart install does: the demo generates a secret for this run and
+mints the tokens of the page (in the printed address, ``#token=…``) and of the Python client.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import secrets
+import sys
+import time
+from pathlib import Path
+
+import redis
+from redis.backoff import ExponentialWithJitterBackoff
+from redis.retry import Retry
+
+from sparkwire.client import BackgroundClient
+from sparkwire.examples.orders.expected import committed_batches, delivered_revisions, differences, expected_revisions
+from sparkwire.examples.orders.produce import load_orders
+from sparkwire.gateway.auth import issue_token
+from sparkwire.paths import cache_dir
+from sparkwire.redis_url import connect
+from sparkwire.replaylog import ReplayLogReader
+from sparkwire_harness.stack import (
+    GatewayProcess,
+    KafkaBroker,
+    ManagedProcess,
+    NginxBalancer,
+    RedisServer,
+    ReplicatedRedis,
+)
+from sparkwire_harness.verify import compare, expected_results
+
+WINDOW_MS = 2_000
+DELAY_MS = 1_000
+STREAM = "metrics"
+ORDERS = "orders"
+ORDERS_WINDOW_MS, ORDERS_SLIDE_MS, ORDERS_DELAY_MS = 10_000, 5_000, 2_000
+
+
+def _log_client(url: str) -> redis.Redis:
+    """The demo's own reads of the logs; retried for ~10 s, longer than a failover takes."""
+    return connect(url, retry=Retry(ExponentialWithJitterBackoff(base=0.1, cap=1.0), retries=15))
+
+
+def _say(text: str) -> None:
+    print(f"[demo] {text}", flush=True)
+
+
+def _show(reader: ReplayLogReader, after: int) -> int:
+    for entry in reader.read_after(after):
+        result = json.loads(entry.data)
+        print(
+            f"  seq {entry.seq:>4}  {result['metricName']:<9} window ending {result['windowEnd']}  "
+            f"count {result['count']:>4}  avg {result['avg']:8.3f}  id {entry.processing_id[:10]}…",
+            flush=True,
+        )
+        after = entry.seq
+    return after
+
+
+def _orders_settings(bootstrap: str, redis_url: str, checkpoint: Path) -> dict[str, str]:
+    return {"ORDERS_BOOTSTRAP_SERVERS": bootstrap, "ORDERS_TOPIC": ORDERS, "ORDERS_STREAM": ORDERS,
+            "ORDERS_REDIS_URL": redis_url, "ORDERS_CHECKPOINT": str(checkpoint),
+            "ORDERS_WINDOW_MS": str(ORDERS_WINDOW_MS), "ORDERS_SLIDE_MS": str(ORDERS_SLIDE_MS),
+            "ORDERS_WATERMARK_DELAY_MS": str(ORDERS_DELAY_MS), "ORDERS_TRIGGER_MS": "500"}
+
+
+def _check_orders(redis_url: str, orders_file: Path, checkpoint: Path, watcher: BackgroundClient) -> bool:
+    """Every revision of every orders result in the log, exactly as computed from the produced orders and the
+    job's batches; and the client connected from the start holds the whole log, in order, once."""
+    orders = load_orders(orders_file)
+    ends: dict[int, int] = {}
+    for order in orders:
+        ends[order.partition] = max(ends.get(order.partition, 0), order.offset + 1)
+    deadline = time.monotonic() + 60
+    batches = committed_batches(checkpoint, ORDERS)
+    while not (batches and all(batches[-1].end.get(p, 0) >= end for p, end in ends.items())):
+        if time.monotonic() > deadline:
+            _say("MISMATCH: the orders job did not read every order within 60 s")
+            return False
+        time.sleep(0.5)
+        batches = committed_batches(checkpoint, ORDERS)
+    reader = ReplayLogReader(_log_client(redis_url), ORDERS)
+    entries = list(reader.iter_all())
+    found, problems = delivered_revisions(entries)
+    wrong = problems + differences(found, expected_revisions(orders, batches, ORDERS_WINDOW_MS, ORDERS_SLIDE_MS))
+    results = {key for revisions in found.values() for key in revisions}
+    _say(("OK, exactly once into the log: " if not wrong else "MISMATCH in the log: ")
+         + f"orders: {len(orders)} orders, {len(entries)} revisions of {len(results)} results over {len(batches)} "
+         f"batches, {len(wrong)} wrong" + "".join(f"\n  {line}" for line in wrong[:10]))
+    log = [(entry.seq, entry.processing_id) for entry in entries]
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and watcher.client.applied[-1:] != log[-1:]:
+        time.sleep(0.2)
+    stats = watcher.client.stats()
+    client_ok = watcher.client.applied == log and stats.duplicates == 0 and stats.gaps == 0
+    _say(("OK, exactly once to the client: " if client_ok else "MISMATCH at the client: ")
+         + f"orders: {len(watcher.client.applied)} revisions applied of {len(log)}, {stats.reconnects} reconnects, "
+         f"duplicates {stats.duplicates}, gaps {stats.gaps}")
+    return not wrong and client_ok
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m sparkwire_harness.demo", description=__doc__)
+    parser.add_argument("--seconds", type=int, default=40, help="seconds of live events to produce")
+    parser.add_argument("--rate", type=float, default=100.0, help="events per second")
+    parser.add_argument("--hold", type=int, default=0,
+                        help="keep everything running this many seconds after the check (to look at the page)")
+    parser.add_argument("--redis", choices=("single", "replicated"), default="single",
+                        help="single: one redis-server; replicated: 1 primary + 2 replicas + 3 sentinels, the "
+                        "primary SIGKILLed halfway")
+    args = parser.parse_args(argv)
+    replicated = args.redis == "replicated"
+
+    workdir = cache_dir() / "run" / f"demo-{int(time.time())}"
+    workdir.mkdir(parents=True)
+    _say(f"work dir {workdir} (process logs are here)")
+    redis_stack = ReplicatedRedis(workdir / "redis") if replicated else RedisServer(workdir / "redis")
+    # Replicated: a batch is published only once a replica holds it (docs/replay-log.md, "Across a failover").
+    replicas = "1" if replicated else "0"
+    with redis_stack as redis_server, KafkaBroker(workdir / "kafka") as kafka:
+        _say(f"redis {redis_server.url}, kafka {kafka.bootstrap}")
+        kafka.create_topic("metrics-raw", partitions=2)
+        kafka.create_topic("metrics-deadletter", partitions=1)
+        kafka.create_topic(ORDERS, partitions=2)
+        python = [sys.executable, "-m", "sparkwire.cli"]
+        aggregator = ManagedProcess("aggregator", [
+            *python, "aggregate", "--bootstrap-servers", kafka.bootstrap, "--redis-url", redis_server.url,
+            "--stream", STREAM, "--checkpoint", str(workdir / "checkpoint"), "--window-ms", str(WINDOW_MS),
+            "--watermark-delay-ms", str(DELAY_MS), "--trigger-ms", "500", "--redis-replicas", replicas,
+        ], workdir)  # fmt: skip
+        orders_checkpoint = workdir / "checkpoint-orders"
+        orders_job = ManagedProcess("orders-job", [sys.executable, "-m", "sparkwire.examples.orders", "run"], workdir,
+                                    env={**_orders_settings(kafka.bootstrap, redis_server.url, orders_checkpoint),
+                                         "SPARKWIRE_REDIS_REPLICAS": replicas})
+        orders_file = workdir / "orders.jsonl"
+        orders_producer = ManagedProcess("orders-producer", [
+            sys.executable, "-m", "sparkwire.examples.orders.produce", "--bootstrap-servers", kafka.bootstrap,
+            "--topic", ORDERS, "--rate", "20", "--duration", str(args.seconds), "--orders-file", str(orders_file),
+        ], workdir)  # fmt: skip
+        events_file = workdir / "events.jsonl"
+        producer = ManagedProcess("producer", [
+            *python, "produce", "--bootstrap-servers", kafka.bootstrap, "--realtime",
+            "--duration", str(args.seconds), "--rate", str(args.rate), "--max-disorder-ms", "300",
+            "--duplicate-ratio", "0.02", "--malformed-ratio", "0.01", "--events-file", str(events_file),
+        ], workdir)  # fmt: skip
+        auth_secret = secrets.token_urlsafe(48)  # this run's only: the tokens below die with it
+        # Long enough for the run, the check and --hold, and for a page left open a while after.
+        token = issue_token(auth_secret, [STREAM, ORDERS], 3600 + args.seconds + args.hold, subject="demo",
+                            now=int(time.time()))
+        gateways = [GatewayProcess(workdir, redis_server.url, [STREAM, ORDERS], auth_secret=auth_secret).start()
+                    for _ in range(2)]
+        nginx = NginxBalancer(workdir / "nginx", [g.port for g in gateways])
+        nginx.start()
+        page = f"{nginx.url}/?stream={STREAM}#token={token}"
+        orders_page = f"{nginx.url}/?stream={ORDERS}#token={token}"
+        _say(f"gateways on ports {[g.port for g in gateways]} behind nginx (tokens required); open {page}")
+        _say(f"the orders stream (update mode: the open windows move): {orders_page}")
+        watcher = BackgroundClient(f"{nginx.ws_url}/ws?stream={STREAM}", token=token).start()
+        orders_watcher = BackgroundClient(f"{nginx.ws_url}/ws?stream={ORDERS}", token=token).start()
+        _say("starting the Spark jobs (metrics aggregator and orders, ~20 s) and the producers")
+        aggregator.start()
+        orders_job.start()
+        producer.start()
+        orders_producer.start()
+        reader = ReplayLogReader(_log_client(redis_server.url), STREAM)
+        shown = 0
+        killed_at = time.monotonic() + args.seconds / 2
+        try:
+            while producer.alive:
+                shown = _show(reader, shown)
+                for job in (aggregator, orders_job):
+                    if not job.alive:
+                        _say(f"{job.name} exited:\n{job.log_tail(40)}")
+                        return 1
+                if killed_at and time.monotonic() > killed_at:
+                    killed_at = 0
+                    _say(f"SIGKILL gateway on port {gateways[0].port}; its clients resume on the other; restarting it")
+                    gateways[0].process.kill()
+                    gateways[0].start()
+                    if isinstance(redis_server, ReplicatedRedis):
+                        old = redis_server.kill_primary()
+                        _say(f"SIGKILL the Redis primary (port {old.port}); the sentinels promote a replica")
+                        new = redis_server.wait_for_failover(old)
+                        _say(f"Redis primary is now port {new.port}; the jobs and gateways followed it; "
+                             f"port {old.port} restarts as a replica")
+                        redis_server.restart(old)
+                time.sleep(0.5)
+            raw = [json.loads(line)["value"] for line in events_file.read_text().splitlines()]
+            expected = expected_results(raw, WINDOW_MS, DELAY_MS)
+            _say(f"producer done; waiting for the last of {len(expected)} closed windows")
+            deadline = time.monotonic() + 60
+            while reader.meta().last_seq < len(expected) and time.monotonic() < deadline:
+                shown = _show(reader, shown)
+                time.sleep(0.5)
+            shown = _show(reader, shown)
+            log = [(entry.seq, entry.processing_id) for entry in reader.iter_all()]
+            deadline = time.monotonic() + 15
+            while time.monotonic() < deadline and watcher.client.applied[-1:] != log[-1:]:
+                time.sleep(0.2)
+            report = compare(expected, list(reader.iter_all()))
+            meta = reader.meta()
+            _say(f"epoch {meta.epoch}, seqs {meta.first_seq}..{meta.last_seq}, counters {meta.counters}")
+            _say(("OK, exactly once into the log: " if report.ok else "MISMATCH in the log: ") + report.summary())
+            stats = watcher.client.stats()
+            # The client connected before the first commit: it must hold the whole log, in order, once.
+            client_ok = watcher.client.applied == log and stats.duplicates == 0 and stats.gaps == 0
+            _say(("OK, exactly once to the client: " if client_ok else "MISMATCH at the client: ")
+                 + f"{len(watcher.client.applied)} entries applied of {len(log)}, {stats.reconnects} reconnects, "
+                 f"closes {stats.closes}, duplicates {stats.duplicates}, gaps {stats.gaps}")
+            orders_ok = _check_orders(redis_server.url, orders_file, orders_checkpoint, orders_watcher)
+            if args.hold:
+                _say(f"holding for {args.hold} s: {page}")
+                time.sleep(args.hold)
+        finally:
+            watcher.stop()
+            orders_watcher.stop()
+            aggregator.stop(timeout=30)
+            orders_job.stop(timeout=30)
+            producer.stop()
+            orders_producer.stop()
+            nginx.stop()
+            for gateway in gateways:
+                gateway.stop()
+        _say(f"logs: {Path(workdir)}")
+        return 0 if report.ok and client_ok and orders_ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,168 @@
+"""A replicated Redis (a primary, two replicas, three sentinels: real processes) failing over after the primary
+is SIGKILLed, and the clients ``sparkwire.redis_url`` makes from its Sentinel URL following it."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis as redis_lib
+
+from sparkwire.redis_url import ADDRESS_MAP_ENV, connect, connect_async
+from sparkwire_harness.chaos.toxiproxy import Toxiproxy
+from sparkwire_harness.stack import ReplicatedRedis
+
+# Down after 1 s, then an election and a promotion: a few seconds here; this is far above that.
+FAILOVER_BOUND_S = 20.0
+
+
+@pytest.fixture
+def replicated(tmp_path: Path) -> Iterator[ReplicatedRedis]:
+    stack = ReplicatedRedis(tmp_path)
+    stack.start()
+    try:
+        yield stack
+    finally:
+        stack.stop()
+
+
+def test_a_failover_promotes_a_replica_holding_what_was_written_and_the_old_primary_rejoins(
+    replicated: ReplicatedRedis,
+) -> None:
+    old = replicated.primary()
+    assert old is replicated.nodes[0] and replicated.replicas() == replicated.nodes[1:]
+    client = replicated.client()
+    for i in range(100):
+        client.set(f"before-{i}", i)
+    assert client.wait(1, 1000) >= 1  # the writes are on a replica before the crash
+
+    assert replicated.kill_primary() is old
+    new = replicated.wait_for_failover(old, timeout=FAILOVER_BOUND_S)
+    assert new is not old and new in replicated.nodes
+    with new.client() as direct:
+        assert [int(v) for v in direct.mget([f"before-{i}" for i in range(100)])] == list(range(100))
+        assert direct.info("replication")["role"] == "master"
+
+    client.set("after", "1")  # the same client, now on the new primary
+    replicated.restart(old)  # comes back as a replica of the new primary, not as a second primary
+    assert replicated.primary() is new
+    with old.client() as rejoined:
+        assert rejoined.info("replication")["role"] == "slave"
+        assert rejoined.get("after") == b"1" and rejoined.get("before-99") == b"99"
+    client.close()
+
+
+def test_a_sync_client_writes_again_after_a_failover_without_being_made_again(
+    replicated: ReplicatedRedis,
+) -> None:
+    client = connect(replicated.url, socket_timeout=1.0, socket_connect_timeout=1.0)
+    client.set("n", 0)
+    old = replicated.kill_primary()
+    killed_at = time.monotonic()
+    errors: list[str] = []
+    written = 0
+    recovered_after = None
+    while written < 50:
+        assert time.monotonic() - killed_at < FAILOVER_BOUND_S, f"no write succeeded in time: {errors[-5:]}"
+        try:
+            client.set(f"w-{written}", written)
+        except redis_lib.RedisError as error:
+            errors.append(f"{type(error).__name__}: {error}")
+            time.sleep(0.05)
+            continue
+        if written == 0:
+            recovered_after = time.monotonic() - killed_at
+        written += 1
+    new = replicated.wait_for_failover(old, timeout=FAILOVER_BOUND_S)
+    with new.client() as direct:
+        assert direct.get("w-49") == b"49" and direct.get("n") == b"0"
+    # What a caller sees meanwhile is a connection error (retryable), nothing else.
+    assert all(e.startswith(("ConnectionError", "MasterNotFoundError", "TimeoutError")) for e in errors), errors
+    print(f"first write {recovered_after:.1f} s after the kill, {len(errors)} failed calls before")
+    client.close()
+
+
+def test_an_async_client_follows_a_failover_too(replicated: ReplicatedRedis) -> None:
+    async def run() -> tuple[float, list[str]]:
+        client = connect_async(replicated.url, max_connections=4, timeout=5, health_check_interval=10)
+        try:
+            await client.set("n", 0)
+            old = replicated.kill_primary()
+            killed_at = time.monotonic()
+            errors: list[str] = []
+            while True:
+                assert time.monotonic() - killed_at < FAILOVER_BOUND_S, f"no write succeeded in time: {errors[-5:]}"
+                try:
+                    await client.set("after", 1)
+                    break
+                except redis_lib.RedisError as error:
+                    errors.append(f"{type(error).__name__}: {error}")
+                    await asyncio.sleep(0.05)
+            recovered_after = time.monotonic() - killed_at
+            assert await client.get("n") == b"0"
+            new = replicated.wait_for_failover(old, timeout=FAILOVER_BOUND_S)
+            with new.client() as direct:
+                assert direct.get("after") == b"1"
+            return recovered_after, errors
+        finally:
+            await client.aclose()
+
+    recovered_after, errors = asyncio.run(run())
+    assert all(e.startswith(("ConnectionError", "MasterNotFoundError", "TimeoutError")) for e in errors), errors
+    print(f"first write {recovered_after:.1f} s after the kill, {len(errors)} failed calls before")
+
+
+def test_a_primary_cut_off_from_its_replicas_and_sentinels_is_replaced_and_its_client_follows(
+    tmp_path: Path, toxiproxy: Toxiproxy, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The chaos run's "primary partitioned": every node is announced at a proxy (its replication link), and the
+    client dials each node through a second proxy of its own (the address map). Cutting the primary's
+    replication link leaves the client reaching it: the primary refuses writes once no replica acknowledged
+    for min-replicas-max-lag (NOREPLICAS), the sentinels promote a replica, and the same client writes there.
+    After the heal the old primary comes back as a replica of the new one, with the writes it missed."""
+    replicated = ReplicatedRedis(tmp_path / "redis", route=lambda name, port: toxiproxy.create_proxy(name, port))
+    replicated.start()
+    try:
+        mapping = {f"127.0.0.1:{replicated.announced_port(node)}":
+                   f"127.0.0.1:{toxiproxy.create_proxy(f'client-n{index}', node.port)}"
+                   for index, node in enumerate(replicated.nodes)}
+        monkeypatch.setenv(ADDRESS_MAP_ENV, ",".join(f"{a}={b}" for a, b in mapping.items()))
+        client = connect(replicated.url, socket_timeout=1.0, socket_connect_timeout=1.0)
+        client.set("before", 1)
+        assert client.connection_pool.get_master_address() == ("127.0.0.1", toxiproxy.listen_ports["client-n0"])
+
+        old = replicated.primary()
+        cut = toxiproxy.add_fault(replicated.link(old), "cut-off", "blackhole", {})
+        cut_at = time.monotonic()
+        errors: list[str] = []
+        while True:
+            assert time.monotonic() - cut_at < FAILOVER_BOUND_S, f"no write on a new primary in time: {errors[-5:]}"
+            try:
+                client.set("after", 1)
+                if client.wait(1, 500) >= 1:  # on a primary that has a replica: the new one
+                    break
+            except redis_lib.RedisError as error:
+                errors.append(f"{type(error).__name__}: {error}")
+                time.sleep(0.1)
+        new = replicated.wait_for_failover(old, timeout=FAILOVER_BOUND_S)
+        assert new is not old
+        print(f"writing on the new primary {time.monotonic() - cut_at:.1f} s after the cut; errors: {errors}")
+        assert any("NOREPLICAS" in e for e in errors), "the cut-off primary should have refused writes"
+        assert all(e.startswith(("ConnectionError", "MasterNotFoundError", "TimeoutError")) for e in errors), errors
+
+        toxiproxy.remove(replicated.link(old), cut)
+        deadline = time.monotonic() + FAILOVER_BOUND_S
+        while True:  # the sentinels turn the old primary into a replica of the new one
+            with old.client() as direct:
+                info = direct.info("replication")
+                if info["role"] == "slave" and info.get("master_link_status") == "up" and direct.get("after"):
+                    break
+            assert time.monotonic() < deadline, f"the old primary did not rejoin: {info}"
+            time.sleep(0.2)
+        assert replicated.primary() is new
+        client.close()
+    finally:
+        replicated.stop()

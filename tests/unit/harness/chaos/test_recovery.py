@@ -1,0 +1,33 @@
+"""Recovery time: from a fault's end until every client holds the first result committed after it."""
+
+from __future__ import annotations
+
+import math
+
+from sparkwire_harness.chaos.recovery import Sample, percentile, recovery_time, summarize
+
+
+def test_recovered_when_the_slowest_client_holds_the_first_commit_after_the_fault() -> None:
+    samples = [Sample(0, 10, 10), Sample(1, 10, 10), Sample(2, 10, 8), Sample(3, 12, 9), Sample(4, 14, 11),
+               Sample(5, 15, 12), Sample(6, 16, 16)]
+    # ended at 1.5: head then 10; first commit after it is seq 12 (t=3); the slowest reaches 12 at t=5
+    assert recovery_time(samples, 1.5) == 3.5
+
+
+def test_a_pipeline_that_commits_nothing_more_never_recovers() -> None:
+    samples = [Sample(0, 10, 10), Sample(1, 10, 10), Sample(2, 10, 10)]
+    assert recovery_time(samples, 0.5) is None
+
+
+def test_samples_while_redis_is_down_do_not_count_as_the_head() -> None:
+    samples = [Sample(0, -1, 5), Sample(1, 5, 5), Sample(2, 6, 5), Sample(3, 6, 6)]
+    assert recovery_time(samples, 0) == 3
+
+
+def test_percentiles_are_nearest_rank_and_the_summary_says_what_did_not_recover() -> None:
+    assert percentile([5.0, 1.0, 3.0], 0.5) == 3.0
+    assert percentile([1.0, 2.0, 30.0], 0.99) == 30.0
+    assert math.isnan(percentile([], 0.5))
+    lines = summarize({"driver": [4.0, 8.0, None], "kafka": [None]})
+    assert "p50    4.0s" in lines[0] and "p99    8.0s" in lines[0] and "(1 not recovered in the run)" in lines[0]
+    assert "none measured" in lines[1]

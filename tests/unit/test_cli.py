@@ -1,0 +1,27 @@
+"""The ``sparkwire`` command: ``chaos`` comes from the test harness, which only a source checkout installs."""
+
+from __future__ import annotations
+
+from importlib.util import find_spec
+
+import pytest
+
+from sparkwire import cli
+
+
+def test_chaos_runs_the_harness_when_it_is_installed() -> None:
+    from sparkwire_harness.chaos import run as chaos
+
+    args = cli.build_parser().parse_args(["chaos", "--minutes", "1"])
+    assert args.run is chaos.run and args.minutes == 1
+
+
+def test_without_the_harness_chaos_says_where_it_comes_from(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As in an image or after `pip install sparkwire`: every other command still works."""
+    monkeypatch.setattr(cli, "find_spec", lambda name: None if name == "sparkwire_harness" else find_spec(name))
+
+    parser = cli.build_parser()
+    assert parser.parse_args(["token", "--streams", "metrics"]).command == "token"
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["chaos"])
+    assert "source checkout" in str(exited.value.code) and "make chaos" in str(exited.value.code)
