@@ -22,7 +22,7 @@ from starlette.websockets import WebSocket
 
 from sparkwire.gateway import bearer, metrics
 from sparkwire.gateway.connection import Connection
-from sparkwire.gateway.ending import send_close
+from sparkwire.gateway.ending import refuse
 from sparkwire.gateway.history import history_endpoint
 from sparkwire.gateway.hub import StreamHub
 from sparkwire.gateway.replication_watch import POLL_INTERVAL_S, ReplicationWatch
@@ -72,8 +72,7 @@ class Gateway:
 
 async def _refuse(websocket: WebSocket, code: CloseCode, reason: str) -> None:
     await websocket.accept()  # accept first: a close code is only visible to a client on an open socket
-    await send_close(websocket, code, reason)
-    metrics.CLOSES.labels(code=str(int(code))).inc()
+    await refuse(websocket, code, reason)
 
 
 def _handshake_origin(websocket: WebSocket) -> str | None:

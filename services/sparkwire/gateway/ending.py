@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
+from sparkwire.gateway import metrics
 from sparkwire.gateway.wire import FrameSocket
 from sparkwire.protocol.close_codes import CloseCode, close_reason
 from sparkwire.protocol.server_frames import encode_error
@@ -50,3 +51,10 @@ async def send_close(websocket: FrameSocket, code: CloseCode, reason: str) -> No
     with contextlib.suppress(Exception):
         async with asyncio.timeout(CLOSE_TIMEOUT_S):
             await websocket.close(code=int(code), reason=close_reason(reason))
+
+
+async def refuse(socket: FrameSocket, code: CloseCode, reason: str) -> None:
+    """Turn a connection away before its handshake (origin, stream, size): the close, counted in
+    ``sparkwire_gateway_closes_total`` as every close the server sends, whatever the transport."""
+    await send_close(socket, code, reason)
+    metrics.CLOSES.labels(code=str(int(code))).inc()

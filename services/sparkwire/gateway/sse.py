@@ -26,7 +26,7 @@ from starlette.datastructures import Headers, QueryParams
 from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocketDisconnect
 
-from sparkwire.gateway.ending import send_close
+from sparkwire.gateway.ending import refuse
 from sparkwire.gateway.wire import Inbox, Listener, Message, Replies
 from sparkwire.protocol.close_codes import CloseCode, close_reason
 from sparkwire.protocol.limits import MAX_CLIENT_MESSAGE_BYTES
@@ -155,7 +155,7 @@ class SseEndpoints:
         if body is None:
             refused = (CloseCode.MESSAGE_TOO_BIG, f"a hello over {MAX_CLIENT_MESSAGE_BYTES} bytes")
         if refused is not None:
-            await send_close(socket, *refused)  # the close as the WebSocket route sends it
+            await refuse(socket, *refused)  # the close as the WebSocket route sends it, counted alike
             return
         self.sockets[socket.connection_id] = socket
         watcher = asyncio.get_running_loop().create_task(_watch_disconnect(receive, socket))

@@ -21,6 +21,10 @@ def snapshot_done(conversation: SseConversation) -> bool:
     return any(frame["type"] == "snapshot" and not frame.get("more") for frame in conversation.frames)
 
 
+def closes(gateway: GatewayProcess, code: int) -> float:
+    return gateway.metric(f'sparkwire_gateway_closes_total{{code="{code}"}}')
+
+
 def no_connections(gateway: GatewayProcess) -> None:
     wait_for(lambda: gateway.metric("sparkwire_gateway_connections") == 0, timeout=10)
 
@@ -102,8 +106,10 @@ def test_what_the_pod_refuses_is_a_close_event_and_frames_for_no_connection_a_40
             lost = await http.post(f"{gateway.http}/sse/frames", params={"connection": "0" * 32}, content="{}")
         return unknown.close, bad_hello.close, lost.status_code
 
+    refused_before = closes(gateway, 4404)
     unknown, bad_hello, lost = asyncio.run(run())
     assert unknown == {"code": 4404, "reason": "stream 'not-served-here' is not served here"}
+    assert closes(gateway, 4404) == refused_before + 1, "a refusal is counted as over a WebSocket"
     assert bad_hello is not None and bad_hello["code"] == 4400
     assert lost == 404
 
