@@ -70,7 +70,7 @@ def test_one_spark_application_per_job_beside_the_aggregator(objects: list[Obj])
     assert fraud["arguments"] == ["run"]
     assert "arguments" not in aggregator
     for spec in (orders, fraud):
-        assert (spec["type"], spec["mode"], spec["sparkVersion"]) == ("Python", "cluster", "4.2.0")
+        assert (spec["type"], spec["mode"], spec["sparkVersion"]) == ("Python", "cluster", "4.0.0")
         assert spec["restartPolicy"] == aggregator["restartPolicy"]
         assert spec["restartPolicy"]["type"] == "Always"
         assert spec["driver"]["serviceAccount"] == AGGREGATOR
