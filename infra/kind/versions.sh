@@ -13,7 +13,7 @@ KUBE_ROUTER_VERSION=v2.1.0     # the CNI (pod routes + NetworkPolicies); the onl
 
 PREFIX=sparkwire-offline
 PYTHON_IMAGE="$PREFIX/python:3.11"
-SPARK_IMAGE="$PREFIX/spark:4.0.0"
+SPARK_IMAGE="$PREFIX/spark:4.2.0"
 MAVEN_IMAGE="$PREFIX/maven:3.9"
 DEBIAN_IMAGE="$PREFIX/debian:bookworm"
 SPARK_OPERATOR_IMAGE="$PREFIX/spark-operator:$SPARK_OPERATOR_VERSION"

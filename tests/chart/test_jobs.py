@@ -70,7 +70,7 @@ def test_one_spark_application_per_job_beside_the_aggregator(objects: list[Obj])
     assert fraud["arguments"] == ["run"]
     assert "arguments" not in aggregator
     for spec in (orders, fraud):
-        assert (spec["type"], spec["mode"], spec["sparkVersion"]) == ("Python", "cluster", "4.0.0")
+        assert (spec["type"], spec["mode"], spec["sparkVersion"]) == ("Python", "cluster", "4.2.0")
         assert spec["restartPolicy"] == aggregator["restartPolicy"]
         assert spec["restartPolicy"]["type"] == "Always"
         assert spec["driver"]["serviceAccount"] == AGGREGATOR
@@ -83,9 +83,21 @@ def test_one_spark_application_per_job_beside_the_aggregator(objects: list[Obj])
     assert (fraud["driver"]["memory"], fraud["executor"]["instances"]) == ("2g", 2)
     assert fraud["driver"]["coreRequest"] == aggregator["driver"]["coreRequest"] == "250m"
     assert orders["executor"]["memory"] == aggregator["executor"]["memory"]
-    assert fraud["sparkConf"] == {"spark.sql.streaming.stateStore.providerClass":
+    # Every application leaves out Spark 4.2's own executor NetworkPolicy (the operator may not patch
+    # it; the chart's policies govern the pods); a job's sparkConf is merged over that.
+    no_spark_policy = {"spark.kubernetes.driver.pod.excludedFeatureSteps":
+                       "org.apache.spark.deploy.k8s.features.NetworkPolicyFeatureStep"}
+    assert fraud["sparkConf"] == {**no_spark_policy, "spark.sql.streaming.stateStore.providerClass":
                                   "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"}
-    assert "sparkConf" not in orders
+    assert orders["sparkConf"] == aggregator["sparkConf"] == no_spark_policy
+
+
+def test_a_sparkconf_of_the_values_replaces_the_default_exclusion() -> None:
+    """A cluster whose operator may manage NetworkPolicies can have Spark's own back: the values win."""
+    key = "spark.kubernetes.driver.pod.excludedFeatureSteps"
+    spec = find(render(sets={"aggregator.sparkConf": {key: "", "spark.ui.enabled": "false"}}),
+                "SparkApplication", AGGREGATOR)["spec"]
+    assert spec["sparkConf"] == {key: "", "spark.ui.enabled": "false"}
 
 
 def test_the_driver_is_placed_through_the_variables_main_reads(objects: list[Obj]) -> None:

@@ -136,7 +136,7 @@ def test_spark_application(default_objects: list[Obj]) -> None:
     app = _app(default_objects)
     assert app["apiVersion"] == "sparkoperator.k8s.io/v1beta2"
     spec = app["spec"]
-    assert (spec["type"], spec["mode"], spec["sparkVersion"]) == ("Python", "cluster", "4.0.0")
+    assert (spec["type"], spec["mode"], spec["sparkVersion"]) == ("Python", "cluster", "4.2.0")
     assert spec["mainApplicationFile"] == "local:///opt/sparkwire/aggregate.py"
     assert spec["restartPolicy"] == {"type": "Always", "onFailureRetryInterval": 10,
                                      "onSubmissionFailureRetryInterval": 20}

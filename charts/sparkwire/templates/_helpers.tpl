@@ -359,12 +359,16 @@ spec:
     - {{ . | toString | quote }}
     {{- end }}
   {{- end }}
-  {{- with .sparkConf }}
+  {{- /* Spark 4.2's spark-submit would create a NetworkPolicy of its own for the executors
+  (NetworkPolicyFeatureStep, SPARK-55653), which the operator's service account may not patch: the
+  chart's own policies (networkPolicy.*) govern these pods. A sparkConf of the values replaces it. */}}
+  {{- $sparkConf := dict "spark.kubernetes.driver.pod.excludedFeatureSteps" "org.apache.spark.deploy.k8s.features.NetworkPolicyFeatureStep" }}
+  {{- /* set, not merge: merge would keep the default under an empty value ("" re-enables the step) */}}
+  {{- range $key, $value := .sparkConf }}{{ $_ := set $sparkConf $key $value }}{{ end }}
   sparkConf:
-    {{- range $key, $value := . }}
+    {{- range $key, $value := $sparkConf }}
     {{ $key | quote }}: {{ $value | toString | quote }}
     {{- end }}
-  {{- end }}
   # A streaming query never finishes: the job exits non-zero when a query stops, and Always resubmits
   # after any end (a PySpark driver that dies can still be reported COMPLETED, which OnFailure would not
   # restart). The new driver resumes from the checkpoint.

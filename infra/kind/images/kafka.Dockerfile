@@ -5,7 +5,7 @@
 # scripts as thin wrappers of kafka-run-class.sh (the distribution's scripts are not on any registry).
 # Context (build-images.sh): this folder's kafka/ plus pom.xml and log4j2.properties.
 ARG MAVEN_IMAGE=sparkwire-offline/maven:3.9
-ARG SPARK_IMAGE=sparkwire-offline/spark:4.0.0
+ARG SPARK_IMAGE=sparkwire-offline/spark:4.2.0
 ARG BASE=sparkwire-offline/debian:bookworm
 
 FROM ${MAVEN_IMAGE} AS libs

@@ -12,7 +12,7 @@
 #   tar -chf - -C infra/kind/images spark-operator.Dockerfile spark-operator-entrypoint.sh \
 #       -C "$PWD/.cache/kind/bin" spark-operator \
 #     | docker build -f spark-operator.Dockerfile -t sparkwire-offline/spark-operator:v2.5.0 -
-ARG SPARK_IMAGE=sparkwire-offline/spark:4.0.0
+ARG SPARK_IMAGE=sparkwire-offline/spark:4.2.0
 FROM ${SPARK_IMAGE}
 ARG SPARK_UID=185
 ARG SPARK_GID=185

@@ -1,14 +1,14 @@
-# Offline stand-in for the official Spark 4.0.0 image (spark:4.0.0-scala2.13-java17-ubuntu, the SPARK_IMAGE of
+# Offline stand-in for the official Spark 4.2.0 image (spark:4.2.0-scala2.13-java17-ubuntu, the SPARK_IMAGE of
 # images/aggregator, and the base of the Spark operator image), built without an image registry:
 #   /opt/java/openjdk   Debian's openjdk-17-jre-headless, copied with every symlink dereferenced, so that
 #                       COPY --from of just this directory into another image gives a working `java`
 #                       (lib/security/cacerts included: ca-certificates-java's store, which holds the
 #                       base image's extra CAs)
 #   /opt/spark/{RELEASE,bin,sbin,jars,python,data,licenses}, /opt/spark/examples/src/main/python
-#                       Spark 4.0.0 from the pyspark==4.0.0 sdist on PyPI (sha256-pinned; it carries the
+#                       Spark 4.2.0 from the pyspark==4.2.0 sdist on PyPI (sha256-pinned; it carries the
 #                       release's jars, bin/, sbin/, the pyspark package, python/lib/py4j-0.10.9.9-src.zip
 #                       and python/lib/pyspark.zip); RELEASE is written from spark-common-utils'
-#                       spark-version-info.properties as make-distribution.sh would ("Spark 4.0.0 (git
+#                       spark-version-info.properties as make-distribution.sh would ("Spark 4.2.0 (git
 #                       revision ...) built for Hadoop ...")
 #   /opt/entrypoint.sh, /opt/decom.sh
 #                       the official image's scripts, vendored verbatim in infra/kind/images/spark/ (Apache-2.0,
@@ -22,21 +22,21 @@
 # Temurin 17 (AWT/font/sound/smart-card libraries are not installed; Spark does not load them). Unlike the
 # official image, $SPARK_HOME/bin is also on PATH.
 #
-#   docker build -f infra/kind/images/spark.Dockerfile -t sparkwire-offline/spark:4.0.0 infra/kind/images
+#   docker build -f infra/kind/images/spark.Dockerfile -t sparkwire-offline/spark:4.2.0 infra/kind/images
 #
-# The ~430 MB sdist is downloaded by pip inside the build, in a stage whose only inputs are the base image
+# The ~450 MB sdist is downloaded by pip inside the build, in a stage whose only inputs are the base image
 # and the pinned version + hash below: that layer stays in Docker's build cache, so rebuilds (and changes to
 # the final stage) neither download it again nor send it as build context.
 ARG BASE=sparkwire-offline/debian:bookworm
 
-# --- Spark 4.0.0 from the pyspark sdist ---------------------------------------------------------------------
+# --- Spark 4.2.0 from the pyspark sdist ---------------------------------------------------------------------
 FROM ${BASE} AS dist
 RUN set -eux; \
     apt-get update; \
     DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3-pip; \
     rm -rf /var/lib/apt/lists/*
-ARG SPARK_VERSION=4.0.0
-ARG PYSPARK_SDIST_SHA256=38db1b4f6095a080d7605e578d775528990e66dc326311d93e94a71cfc24e5a5
+ARG SPARK_VERSION=4.2.0
+ARG PYSPARK_SDIST_SHA256=5ad689d53570ee1674193fd4f9bda065f0db3be9363a27d2a3406cc457b70b61
 # The download alone in one layer (the stage's layers never reach the final image).
 RUN set -eux; \
     echo "pyspark==${SPARK_VERSION} --hash=sha256:${PYSPARK_SDIST_SHA256}" > /tmp/requirements.txt; \
