@@ -61,17 +61,23 @@ def aggregate_batches(log_lines: Iterable[str]) -> list[Batch]:
 
 @dataclass(frozen=True)
 class RunSpec:
-    """One run of the grid: ``rate@trigger_ms[/shuffle_partitions]``, e.g. ``50000@5000/4``."""
+    """One run of the grid: ``rate@trigger_ms[/shuffle_partitions][/single]``, e.g. ``50000@5000/4``;
+    ``single``: the job without its dead-letter query (``--dead-letter-topic ''``), one Kafka read and
+    parse of each record instead of two."""
 
     rate: int
     trigger_ms: int
     shuffle: int = 2
+    dead_letters: bool = True
 
     @classmethod
     def parse(cls, text: str) -> RunSpec:
         rate, _, rest = text.strip().partition("@")
-        trigger, _, shuffle = rest.partition("/")
-        spec = cls(int(rate), int(trigger or 1000), int(shuffle or 2))
+        trigger, _, options = rest.partition("/")
+        shuffle, _, single = options.partition("/")
+        if single not in ("", "single"):
+            raise ValueError(f"bad run {text!r}: the last part may only be 'single'")
+        spec = cls(int(rate), int(trigger or 1000), int(shuffle or 2), dead_letters=not single)
         if min(spec.rate, spec.trigger_ms, spec.shuffle) < 1:
             raise ValueError(f"bad run {text!r}: rate, trigger and shuffle partitions must be >= 1")
         return spec
@@ -82,7 +88,8 @@ class RunSpec:
 
     @property
     def label(self) -> str:
-        return f"trigger {self.trigger_ms:,} ms, shuffle partitions {self.shuffle}"
+        label = f"trigger {self.trigger_ms:,} ms, shuffle partitions {self.shuffle}"
+        return label if self.dead_letters else f"{label}, no dead-letter query"
 
 
 @dataclass(frozen=True)

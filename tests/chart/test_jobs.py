@@ -255,6 +255,16 @@ def test_the_in_chart_kafka_creates_the_jobs_topics(objects: list[Obj]) -> None:
     assert 'for topic in "metrics-raw" "metrics-deadletter" "orders"; do' in script
 
 
+def test_no_dead_letter_topic_is_created_or_passed_when_it_is_empty() -> None:
+    """``kafka.topics.deadLetter: ""``: the aggregator runs without its dead-letter query (``''`` reaches
+    ``--dead-letter-topic`` through its variable) and no empty topic name reaches kafka-topics.sh."""
+    objects = render([JOBS_VALUES], sets={"kafka.topics.deadLetter": ""})
+    script = find(objects, "Job", f"{FULLNAME}-kafka-topics")["spec"]["template"]["spec"]["containers"][0]
+    assert 'for topic in "metrics-raw" "orders"; do' in script["command"][-1]
+    env = env_of(_driver(find(objects, "SparkApplication", AGGREGATOR)))
+    assert env["SPARKWIRE_DEAD_LETTER_TOPIC"]["value"] == ""
+
+
 def test_job_drivers_are_scraped() -> None:
     objects = render([JOBS_VALUES], sets={"observability.serviceMonitor.enabled": True})
     monitors = {o["metadata"]["name"]: o for o in objects if o["kind"] == "ServiceMonitor"}

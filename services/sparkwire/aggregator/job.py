@@ -1,5 +1,6 @@
 """``sparkwire aggregate`` and ``sparkwire rebuild``: the built-in metrics job, Kafka -> windows -> replay log,
-delivered through ``sparkwire.spark`` like any user's query (plus its dead-letter query).
+delivered through ``sparkwire.spark`` like any user's query (plus its dead-letter query, unless
+``--dead-letter-topic ''``).
 
 Exits non-zero whenever a query stops on its own (a streaming job never finishes), so a supervisor
 (the Spark operator's restart policy, or a test) restarts it on the same checkpoint.
@@ -25,7 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_option(parser, "--bootstrap-servers", default="127.0.0.1:9092", help="Kafka bootstrap servers")
     add_option(parser, "--topic", default="metrics-raw", help="Kafka topic of raw metric events")
     add_option(parser, "--dead-letter-topic", default="metrics-deadletter",
-               help="Kafka topic that receives records that are not valid events")
+               help="Kafka topic that receives records that are not valid events; '' for none: they are then "
+                    "only counted (sparkwire_aggregator_malformed_records_total), which saves the dead-letter "
+                    "query's second Kafka read and parse of every record")
     add_option(parser, "--starting-offsets", default="earliest",
                help="where a new checkpoint starts reading (later runs resume from the checkpoint)")
     add_option(parser, "--max-offsets-per-trigger", type=non_negative_int, default=0,
@@ -70,7 +73,9 @@ def metrics_job(args: argparse.Namespace) -> Job:
 
     source = KafkaSource(args.bootstrap_servers, args.topic, starting_offsets=args.starting_offsets,
                          max_offsets_per_trigger=args.max_offsets_per_trigger)
-    query = SourceQuery(source=source, events=pipeline.events, event_time=pipeline.EVENT_TIME,
+    # Without a dead-letter query, the main query counts the malformed records it skips.
+    events = functools.partial(pipeline.events, count_malformed=not args.dead_letter_topic)
+    query = SourceQuery(source=source, events=events, event_time=pipeline.EVENT_TIME,
                         watermark_delay_ms=args.watermark_delay_ms,
                         query=functools.partial(pipeline.window_results, window_ms=args.window_ms))
     spec = metrics_spec(args.stream)
@@ -114,7 +119,9 @@ def run(args: argparse.Namespace) -> int:
     stop = stop_on_signals()
     spark = session(args, "sparkwire-aggregator")
     spark.streams.addListener(ProgressReporter())
-    queries = [deliver_job(metrics_job(args), spark), start_dead_letters(spark, args)]
+    queries = [deliver_job(metrics_job(args), spark)]
+    if args.dead_letter_topic:
+        queries.append(start_dead_letters(spark, args))
     return serve(spark, queries, stop)
 
 

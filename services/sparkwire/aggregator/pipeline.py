@@ -9,6 +9,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
 
+from sparkwire.spark.progress import DEADLETTER_OBSERVATION
 from sparkwire.spark.source import drop_duplicates
 
 EVENT_SCHEMA = StructType([
@@ -86,10 +87,16 @@ def dead_letters(parsed: DataFrame) -> DataFrame:
     return invalid.select(F.col("raw").alias("value"), headers.alias("headers"))
 
 
-def events(raw: DataFrame) -> DataFrame:
+def events(raw: DataFrame, count_malformed: bool = False) -> DataFrame:
     """Kafka rows -> the metrics query's events (``SourceQuery.events``): valid events and heartbeats, with
-    their Kafka position. A heartbeat has no metricName and a unique eventId (its Kafka position)."""
+    their Kafka position. A heartbeat has no metricName and a unique eventId (its Kafka position).
+
+    ``count_malformed``: observe how many records are neither (as the dead-letter query does when it runs;
+    with none, the skipped records are at least counted)."""
     parsed = parse(raw)
+    if count_malformed:
+        parsed = parsed.observe(DEADLETTER_OBSERVATION,
+                                F.count_if(~F.col("valid") & ~F.col("heartbeat")).alias("malformed"))
     kafka_position = F.concat_ws("/", F.lit(HEARTBEAT), F.col("partition"), F.col("offset"))
     return parsed.where("valid OR heartbeat").select(
         F.timestamp_millis(F.col("event.timestamp")).alias(EVENT_TIME),

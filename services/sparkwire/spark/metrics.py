@@ -12,7 +12,8 @@ log = logging.getLogger(__name__)
 
 INPUT_ROWS = Counter("sparkwire_aggregator_input_rows", "Kafka records read by the aggregation query")
 MALFORMED_RECORDS = Counter(
-    "sparkwire_aggregator_malformed_records", "Records that are not valid events, sent to the dead-letter topic"
+    "sparkwire_aggregator_malformed_records",
+    "Records that are not valid events: sent to the dead-letter topic, or skipped where there is none"
 )
 DUPLICATE_EVENTS = Counter(
     "sparkwire_aggregator_duplicate_events_dropped", "Input events dropped as repeats of an eventId"

@@ -47,12 +47,14 @@ class ProgressReporter(StreamingQueryListener):
         if behind is not None:
             metrics.KAFKA_OFFSETS_BEHIND.labels(query=progress.name or "").set(behind)
             fields["kafkaOffsetsBehind"] = behind
-        if progress.name == DEADLETTER_QUERY:
-            observed = (progress.observedMetrics or {}).get(DEADLETTER_OBSERVATION)
-            malformed = int(observed["malformed"]) if observed is not None else 0
+        # The dead-letter query observes the malformed records it routes; without one, the metrics query
+        # observes those it skips.
+        observed = (progress.observedMetrics or {}).get(DEADLETTER_OBSERVATION)
+        if observed is not None:
+            malformed = int(observed["malformed"] or 0)
             metrics.MALFORMED_RECORDS.inc(malformed)
             fields["malformed"] = malformed
-        else:  # a delivered query
+        if progress.name != DEADLETTER_QUERY:  # a delivered query
             metrics.INPUT_ROWS.inc(progress.numInputRows)
             dropped_late = sum(op.numRowsDroppedByWatermark for op in progress.stateOperators)
             duplicates = sum(

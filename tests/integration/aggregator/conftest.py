@@ -45,6 +45,8 @@ class Pipeline:
     max_offsets_per_trigger: int = 300
     runs: list[ManagedProcess] = field(default_factory=list)
     metrics_port: int = 0
+    # False: the aggregator runs without a dead-letter topic (malformed records only counted).
+    dead_letters: bool = True
     # The aggregator's Redis address when it differs from the readers' (a proxy with faults on the link).
     aggregator_redis_url: str | None = None
 
@@ -92,7 +94,7 @@ class Pipeline:
         command = [
             sys.executable, "-m", "sparkwire.cli", "aggregate",
             "--bootstrap-servers", self.kafka.bootstrap, "--topic", self.topic,
-            "--dead-letter-topic", self.dead_letter_topic,
+            "--dead-letter-topic", self.dead_letter_topic if self.dead_letters else "",
             "--redis-url", self.aggregator_redis_url or self.redis_server.url,
             "--stream", self.name, "--checkpoint", str(self.workdir / "checkpoint"),
             "--window-ms", str(WINDOW_MS), "--watermark-delay-ms", str(DELAY_MS), "--trigger-ms", "300",

@@ -98,6 +98,30 @@ def test_bounded_run_with_duplicates_and_malformed_records_commits_exactly_the_e
     assert wait_exit(run, 5) == 0, "SIGTERM is a clean stop"
 
 
+def test_without_a_dead_letter_topic_malformed_records_are_skipped_counted_and_change_no_result(
+    pipeline: Pipeline,
+) -> None:
+    """``--dead-letter-topic ''``: one query reads and parses each record once; what is not an event is
+    counted by that query's own observation, and the results are the same."""
+    pipeline.dead_letters = False
+    pipeline.produce(1_000, malformed_ratio=0.05, max_disorder_ms=200)
+    expected, malformed = pipeline.expected(), produced(pipeline, "malformed")
+    assert len(expected) > 10 and malformed
+
+    run = pipeline.start()
+    pipeline.wait_for_seq(len(expected))
+    pipeline.wait_until_idle()
+    metrics = scrape(pipeline.metrics_port)
+    run.stop(timeout=60)
+
+    report = compare(expected, list(pipeline.reader.iter_all()))
+    assert report.ok, report.summary()
+    assert metrics["sparkwire_aggregator_malformed_records_total"] == len(malformed)
+    log = run.log_path.read_text()
+    assert '"sparkwire-aggregate"' in log and '"sparkwire-deadletter"' not in log  # one query, by name
+    assert consume_all(pipeline.kafka.bootstrap, pipeline.dead_letter_topic, 1, timeout=5) == []
+
+
 def test_driver_killed_at_any_point_restarts_on_its_checkpoint_without_loss_or_duplicate(
     pipeline: Pipeline,
 ) -> None:

@@ -62,7 +62,9 @@ def test_a_run_spec_reads_rate_trigger_and_shuffle_partitions() -> None:
     assert RunSpec.parse("50000@5000/4") == RunSpec(50_000, 5_000, 4)
     assert RunSpec.parse(" 20000@1000") == RunSpec(20_000, 1_000, 2)
     assert RunSpec.parse("20000@3000").per_batch == 60_000
-    for bad in ("0@1000", "1000@0", "1000@1000/0", "x@1"):
+    single = RunSpec.parse("100000@5000/2/single")
+    assert single == RunSpec(100_000, 5_000, 2, dead_letters=False) and "no dead-letter query" in single.label
+    for bad in ("0@1000", "1000@0", "1000@1000/0", "x@1", "1000@1000/2/double"):
         with pytest.raises(ValueError):
             RunSpec.parse(bad)
 
