@@ -14,6 +14,7 @@ import logging
 import signal
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from types import FrameType
 from typing import Any
@@ -42,8 +43,13 @@ def add_runtime_arguments(parser: argparse.ArgumentParser, log_level: str = "INF
 
 
 def session(args: argparse.Namespace, app_name: str) -> Any:
-    return spark_session(app_name, master=args.master, jars_dir=args.spark_jars,
-                         shuffle_partitions=args.shuffle_partitions)
+    started = time.perf_counter()
+    spark = spark_session(app_name, master=args.master, jars_dir=args.spark_jars,
+                          shuffle_partitions=args.shuffle_partitions)
+    # What a driver's restart costs before any query starts: the JVM and the SparkContext.
+    log.info("spark session started", extra={"fields": {
+        "event": "session_started", "app": app_name, "sessionMs": round((time.perf_counter() - started) * 1000)}})
+    return spark
 
 
 def supervise(queries: Sequence[Any], stop: threading.Event) -> None:
