@@ -7,6 +7,7 @@ two times in three: six clients posting three frames each would all pass by chan
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
@@ -21,7 +22,13 @@ CLIENTS, PINGS = 6, 3
 def test_sse_clients_through_the_ingress_reach_their_own_connection_with_every_post(
     kube: Kube, release: Release
 ) -> None:
+    # Every gateway Ready and none terminating (the test before may have rolled them out): a stream opened
+    # on a terminating pod keeps serving while the ingress has already dropped that pod, so its sticky
+    # cookie names a server the ingress no longer has and its posts go elsewhere (404 for a reason that is
+    # not stickiness). Then a moment for the ingress to see the same endpoints.
     kube.wait_ready(GATEWAY_SELECTOR, release.gateway_replicas)
+    assert len(kube.wait_all_ready(GATEWAY_SELECTOR, 300)) == release.gateway_replicas
+    time.sleep(5)
     hello = {"token": release.token} if release.token else {}
 
     async def client() -> tuple[list[int], SseConversation]:
