@@ -121,6 +121,14 @@ def active_controller(cluster: KafkaCluster) -> int | None:
     return max(named)[1] if named else None
 
 
+def _fd_target(fd: Path) -> str:
+    """What an open file descriptor points at; "" for one the JVM closed since the directory was listed."""
+    try:
+        return os.readlink(fd)
+    except FileNotFoundError:
+        return ""
+
+
 def bypassing_connections(cluster: KafkaCluster) -> list[tuple[int, int]]:
     """(node, port) of every TCP connection a node's JVM has open straight to another node's INTERNAL or
     controller listener, not through the route (from /proc: the sockets of its pid, and their peers)."""
@@ -135,7 +143,7 @@ def bypassing_connections(cluster: KafkaCluster) -> list[tuple[int, int]]:
         others = {port for peer in cluster.nodes if peer is not node
                   for port in [peer.internal_port, *peer.controller_ports.values()]}
         fds = Path(f"/proc/{node.process.pid}/fd")
-        inodes = {link[8:-1] for link in (os.readlink(fd) for fd in fds.iterdir()) if link.startswith("socket:[")}
+        inodes = {link[8:-1] for link in map(_fd_target, fds.iterdir()) if link.startswith("socket:[")}
         found += [(node.node_id, established[i]) for i in inodes if established.get(i) in others]
     return found
 
