@@ -10,6 +10,10 @@ from dataclasses import dataclass, field
 from _common import quantile  # bench/ is sys.path[0]
 
 AGGREGATE_QUERY = "sparkwire-aggregate"
+# The aggregator's driver heap in the bench (--driver-memory). Spark's default 1g runs out (OutOfMemoryError)
+# on million-event micro-batches: the dedup state of ~a million event ids, kept in two versions, beside the
+# batch itself. The machine has 24 GiB.
+DRIVER_MEMORY = "4g"
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Sequence
 
 from _common import markers, quantile, reproduce_lines  # bench/ is sys.path[0]
-from _spark_rates import RateVerdict, Rendered, RunSpec
+from _spark_rates import DRIVER_MEMORY, RateVerdict, Rendered, RunSpec
 
 THROUGHPUT_AIM = 100_000
 
@@ -48,7 +48,8 @@ def render(*, args: argparse.Namespace, date: str, wall: float, info: dict[str, 
         "",
         *reproduce_lines(date, wall, f"flock /tmp/sparkwire-heavy.lock {command}"),
         f"- Code: {revision}. Machine: {info['nproc']} CPUs ({info['cpu']}), {info['ram']} RAM, {info['os']}; "
-        f"Redis {info['redis']}. Spark `local[2]`: driver, executors and Kafka share the 2 CPUs.",
+        f"Redis {info['redis']}. Spark `local[2]` with a "
+        f"{DRIVER_MEMORY} driver heap: driver, executors and Kafka share the 2 CPUs.",
         f"- Load average {before[0]:.2f} / {before[1]:.2f} / {before[2]:.2f} before, {after[0]:.2f} / "
         f"{after[1]:.2f} / {after[2]:.2f} after; the run held `/tmp/sparkwire-heavy.lock`.",
         f"- Backlog: {count:,} events (50 metrics, 8 sources, ~150-byte JSON "

@@ -34,7 +34,16 @@ from pathlib import Path
 
 import redis
 from _common import emit_section, git_revision, machine_info, process_cpu_seconds
-from _spark_rates import Batch, RateVerdict, Rendered, RunSpec, aggregate_batches, highest_sustained, judge
+from _spark_rates import (
+    DRIVER_MEMORY,
+    Batch,
+    RateVerdict,
+    Rendered,
+    RunSpec,
+    aggregate_batches,
+    highest_sustained,
+    judge,
+)
 
 from sparkwire.client.background import BackgroundClient
 from sparkwire.protocol.server_frames import ReceivedEntry
@@ -84,7 +93,8 @@ class Bench:
         command = [*PYTHON, "aggregate", "--bootstrap-servers", self.kafka.bootstrap, "--topic", topic,
                    "--dead-letter-topic", f"{topic}-dlq" if dead_letters else "",
                    "--redis-url", self.redis.url, "--stream", stream,
-                   "--checkpoint", str(self.workdir / f"checkpoint-{self.runs}"), *options]
+                   "--checkpoint", str(self.workdir / f"checkpoint-{self.runs}"),
+                   "--driver-memory", DRIVER_MEMORY, *options]
         process = ManagedProcess(f"aggregate-{self.runs}", command, self.workdir)
         process.start()
         return process

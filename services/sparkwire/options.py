@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -62,6 +63,16 @@ def non_negative_int(text: str) -> int:
     if value < 0:
         raise ValueError(f"must be >= 0, got {value}")
     return value
+
+
+_JVM_MEMORY = re.compile(r"[1-9][0-9]*[kmgt]?", re.IGNORECASE)
+
+
+def jvm_memory(text: str) -> str:
+    """A JVM memory size as Spark takes it (``512m``, ``4g``); empty: left to Spark."""
+    if text and not _JVM_MEMORY.fullmatch(text):
+        raise ValueError(f"expected a size such as 512m or 4g, got {text!r}")
+    return text
 
 
 def parse_bool(text: str) -> bool:

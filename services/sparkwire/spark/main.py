@@ -20,7 +20,7 @@ from types import FrameType
 from typing import Any
 
 from sparkwire import logs
-from sparkwire.options import add_option, non_negative_int, positive_int
+from sparkwire.options import add_option, jvm_memory, non_negative_int, positive_int
 from sparkwire.spark.delivery import Job, deliver_job
 from sparkwire.spark.records import ResultEncoder
 from sparkwire.spark.session import spark_session
@@ -39,13 +39,17 @@ def add_runtime_arguments(parser: argparse.ArgumentParser, log_level: str = "INF
                help="directory of the Kafka connector jars; empty: .cache/spark-jars when present")
     add_option(parser, "--shuffle-partitions", type=positive_int, default=2,
                help="spark.sql.shuffle.partitions (Spark's 200 is slow for small state)")
+    add_option(parser, "--driver-memory", type=jvm_memory, default="",
+               help="the driver JVM's heap when this process starts it (--master set), e.g. 4g; empty: Spark's "
+                    "1g, which a local driver outgrows near a million events per micro-batch (OutOfMemoryError). "
+                    "Under spark-submit the submission sets it")
     add_option(parser, "--log-level", default=log_level, help="log level")
 
 
 def session(args: argparse.Namespace, app_name: str) -> Any:
     started = time.perf_counter()
     spark = spark_session(app_name, master=args.master, jars_dir=args.spark_jars,
-                          shuffle_partitions=args.shuffle_partitions)
+                          shuffle_partitions=args.shuffle_partitions, driver_memory=args.driver_memory)
     # What a driver's restart costs before any query starts: the JVM and the SparkContext.
     log.info("spark session started", extra={"fields": {
         "event": "session_started", "app": app_name, "sessionMs": round((time.perf_counter() - started) * 1000)}})

@@ -19,14 +19,18 @@ def connector_jars(directory: str) -> list[str]:
     return sorted(str(p) for p in (cache_dir() / "spark-jars").glob("*.jar"))
 
 
-def spark_session(app_name: str, *, master: str = "local[2]", jars_dir: str = "", shuffle_partitions: int = 2) -> Any:
+def spark_session(app_name: str, *, master: str = "local[2]", jars_dir: str = "", shuffle_partitions: int = 2,
+                  driver_memory: str = "") -> Any:
     """``master`` empty: left to spark-submit (as under the Spark operator). ``shuffle_partitions``: Spark's 200
-    is slow for small state."""
+    is slow for small state. ``driver_memory``: the heap of the JVM this process starts (with ``master``
+    set); a JVM already running, or one spark-submit started, keeps its own."""
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(app_name)
     if master:
         builder = builder.master(master)
+    if master and driver_memory:
+        builder = builder.config("spark.driver.memory", driver_memory)
     jars = connector_jars(jars_dir)
     if jars:
         builder = builder.config("spark.jars", ",".join(jars))
