@@ -20,10 +20,12 @@ def connector_jars(directory: str) -> list[str]:
 
 
 def spark_session(app_name: str, *, master: str = "local[2]", jars_dir: str = "", shuffle_partitions: int = 2,
-                  driver_memory: str = "") -> Any:
+                  driver_memory: str = "", class_archive: str = "", java_options: str = "") -> Any:
     """``master`` empty: left to spark-submit (as under the Spark operator). ``shuffle_partitions``: Spark's 200
-    is slow for small state. ``driver_memory``: the heap of the JVM this process starts (with ``master``
-    set); a JVM already running, or one spark-submit started, keeps its own."""
+    is slow for small state. With ``master`` set this process starts the driver JVM, and these apply to it
+    (a JVM already running, or one spark-submit started, keeps its own): ``driver_memory`` its heap;
+    ``class_archive`` a class-data-sharing archive (``sparkwire.spark.class_archive``: empty, the checkout's
+    when present; ``off``, none); ``java_options`` its JVM options instead of the archive's."""
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(app_name)
@@ -31,6 +33,12 @@ def spark_session(app_name: str, *, master: str = "local[2]", jars_dir: str = ""
         builder = builder.master(master)
     if master and driver_memory:
         builder = builder.config("spark.driver.memory", driver_memory)
+    if master and not java_options and class_archive != "off":
+        from sparkwire.spark.class_archive import java_options as archive_options
+
+        java_options = archive_options(class_archive)
+    if master and java_options:
+        builder = builder.config("spark.driver.extraJavaOptions", java_options)
     jars = connector_jars(jars_dir)
     if jars:
         builder = builder.config("spark.jars", ",".join(jars))
