@@ -19,20 +19,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sparkwire.paths import cache_dir
+from sparkwire.spark.session import class_archive_options, default_class_archive, spark_session
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 
-def default_path() -> Path:
-    return cache_dir() / "spark-cds" / "driver.jsa"
-
-
-def java_options(archive: str) -> str:
-    """The driver JVM's options that use ``archive``; empty: the checkout's archive when present, else none."""
-    path = Path(archive) if archive else default_path()
-    return f"-XX:SharedArchiveFile={path}" if path.is_file() else ""
+__all__ = ["class_archive_options", "create", "default_class_archive"]
 
 
 def _exercise(spark: object, workdir: Path) -> None:
@@ -84,8 +77,6 @@ def create(path: Path) -> Path:
 
 
 def _run_exercise(archive_out: Path, workdir: Path) -> None:
-    from sparkwire.spark.session import spark_session
-
     workdir.mkdir(parents=True)
     spark = spark_session("sparkwire-class-archive", java_options=f"-XX:ArchiveClassesAtExit={archive_out}")
     try:
@@ -103,7 +94,8 @@ def _run_exercise(archive_out: Path, workdir: Path) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("path", nargs="?", type=Path, default=default_path(), help="where to write the archive")
+    parser.add_argument("path", nargs="?", type=Path, default=default_class_archive(),
+                        help="where to write the archive")
     parser.add_argument("--exercise", nargs=2, type=Path, metavar=("ARCHIVE", "WORKDIR"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.exercise:

@@ -19,6 +19,17 @@ def connector_jars(directory: str) -> list[str]:
     return sorted(str(p) for p in (cache_dir() / "spark-jars").glob("*.jar"))
 
 
+def default_class_archive() -> Path:
+    """Where ``make setup`` writes the class-data-sharing archive (``sparkwire.spark.class_archive``)."""
+    return cache_dir() / "spark-cds" / "driver.jsa"
+
+
+def class_archive_options(archive: str) -> str:
+    """The driver JVM's options that map ``archive``; empty: the checkout's archive when present, else none."""
+    path = Path(archive) if archive else default_class_archive()
+    return f"-XX:SharedArchiveFile={path}" if path.is_file() else ""
+
+
 def spark_session(app_name: str, *, master: str = "local[2]", jars_dir: str = "", shuffle_partitions: int = 2,
                   driver_memory: str = "", class_archive: str = "", java_options: str = "") -> Any:
     """``master`` empty: left to spark-submit (as under the Spark operator). ``shuffle_partitions``: Spark's 200
@@ -34,9 +45,7 @@ def spark_session(app_name: str, *, master: str = "local[2]", jars_dir: str = ""
     if master and driver_memory:
         builder = builder.config("spark.driver.memory", driver_memory)
     if master and not java_options and class_archive != "off":
-        from sparkwire.spark.class_archive import java_options as archive_options
-
-        java_options = archive_options(class_archive)
+        java_options = class_archive_options(class_archive)
     if master and java_options:
         builder = builder.config("spark.driver.extraJavaOptions", java_options)
     jars = connector_jars(jars_dir)

@@ -4,20 +4,20 @@ from pathlib import Path
 
 import pytest
 
-from sparkwire.spark import class_archive
+from sparkwire.spark.session import class_archive_options
 
 
 def test_a_given_archive_that_exists_is_used(tmp_path: Path) -> None:
     archive = tmp_path / "driver.jsa"
     archive.write_bytes(b"x")
-    assert class_archive.java_options(str(archive)) == f"-XX:SharedArchiveFile={archive}"
+    assert class_archive_options(str(archive)) == f"-XX:SharedArchiveFile={archive}"
 
 
 def test_no_archive_means_no_option_so_the_jvm_starts_as_before(tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    assert class_archive.java_options(str(tmp_path / "missing.jsa")) == ""
+    assert class_archive_options(str(tmp_path / "missing.jsa")) == ""
     monkeypatch.setenv("SPARKWIRE_CACHE", str(tmp_path))
-    assert class_archive.java_options("") == ""
+    assert class_archive_options("") == ""
     (tmp_path / "spark-cds").mkdir()
     (tmp_path / "spark-cds" / "driver.jsa").write_bytes(b"x")
-    assert class_archive.java_options("") == f"-XX:SharedArchiveFile={tmp_path / 'spark-cds' / 'driver.jsa'}"
+    assert class_archive_options("") == f"-XX:SharedArchiveFile={tmp_path / 'spark-cds' / 'driver.jsa'}"
