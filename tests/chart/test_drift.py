@@ -44,6 +44,10 @@ NOT_SET = {
     },
     "aggregate": {
         "--spark-jars": "the image has the Kafka connector on Spark's classpath (images/README.md)",
+        "--driver-memory": "only for a driver this process starts (--master set); under the operator the "
+                           "SparkApplication's aggregator.driver.memory sets the heap",
+        "--class-archive": "only for a driver this process starts (--master set); the image has no archive "
+                           "(a JVM started by spark-submit gets its options from the SparkApplication)",
     },
 }
 # Environment variables the chart adds that are not options: only for Kubernetes' $(VAR) expansion.
