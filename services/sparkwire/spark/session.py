@@ -25,7 +25,11 @@ def default_class_archive() -> Path:
 
 
 def class_archive_options(archive: str) -> str:
-    """The driver JVM's options that map ``archive``; empty: the checkout's archive when present, else none."""
+    """The driver JVM's options that map ``archive``; empty: the checkout's archive when present, else none
+    (it is optional); an archive named but missing is an error, as the jars directory is."""
+    if archive and not Path(archive).is_file():
+        raise SystemExit(f"no class archive at {archive!r}; `python -m sparkwire.spark.class_archive {archive}` "
+                         "writes one, or pass --class-archive off")
     path = Path(archive) if archive else default_class_archive()
     return f"-XX:SharedArchiveFile={path}" if path.is_file() else ""
 

@@ -15,9 +15,13 @@ def test_a_given_archive_that_exists_is_used(tmp_path: Path) -> None:
 
 def test_no_archive_means_no_option_so_the_jvm_starts_as_before(tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    assert class_archive_options(str(tmp_path / "missing.jsa")) == ""
     monkeypatch.setenv("SPARKWIRE_CACHE", str(tmp_path))
     assert class_archive_options("") == ""
     (tmp_path / "spark-cds").mkdir()
     (tmp_path / "spark-cds" / "driver.jsa").write_bytes(b"x")
     assert class_archive_options("") == f"-XX:SharedArchiveFile={tmp_path / 'spark-cds' / 'driver.jsa'}"
+
+
+def test_an_archive_named_but_missing_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit, match=r"no class archive at .*missing\.jsa.*--class-archive off"):
+        class_archive_options(str(tmp_path / "missing.jsa"))
