@@ -1,8 +1,8 @@
 """A class-data-sharing archive of a local driver JVM's classes, so that a (re)started driver comes up sooner.
 
 A JVM started with ``-XX:SharedArchiveFile`` maps the classes of the archive instead of loading and verifying
-them from Spark's jars. Measured on this project's 2-core machine (docs/benchmarks.md): a SparkSession built
-in 3.4 s instead of 5.5 s, and its first query ran in 2.0 s instead of 3.3 s. The archive is JDK 17's dynamic
+them from Spark's jars. Measured on this project's 2-core machine (docs/benchmarks.md, "Driver recovery"): a
+SparkSession built in 3.0 s instead of 5.4 s, its first query in 1.8 s instead of 3.1 s. The archive is JDK 17's dynamic
 one, written when a JVM that ran a small streaming job like the aggregator's exits
 (``-XX:ArchiveClassesAtExit``): it fits one JDK and one Spark classpath, and a JVM that cannot use it (another
 JDK, another pyspark) ignores it and starts as before.
@@ -19,13 +19,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sparkwire.spark.session import class_archive_options, default_class_archive, spark_session
+from sparkwire.spark.session import default_class_archive, spark_session
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
-
-
-__all__ = ["class_archive_options", "create", "default_class_archive"]
 
 
 def _exercise(spark: object, workdir: Path) -> None:
