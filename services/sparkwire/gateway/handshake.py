@@ -23,7 +23,7 @@ from sparkwire.gateway.settings import ConnectionSettings
 from sparkwire.gateway.wire import FrameSocket, payload
 from sparkwire.protocol.client_frames import Hello, ProtocolError, parse_client_frame
 from sparkwire.protocol.close_codes import CloseCode
-from sparkwire.protocol.server_frames import Welcome, encode_snapshot, encode_welcome
+from sparkwire.protocol.server_frames import Welcome, encode_welcome
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,8 +83,8 @@ async def start(websocket: FrameSocket, hub: StreamHub, sessions: SessionStore, 
     if plan.after_seq is not None:
         return Start(meta.epoch, plan.after_seq)
     metrics.RESETS.labels(stream=hub.stream, reason=plan.reset).inc()
-    snapshot = await hub.log.snapshot()
-    for frame in encode_snapshot(snapshot, settings.max_server_frame_bytes):
+    snapshot, frames = await hub.snapshot(settings.max_server_frame_bytes)
+    for frame in frames:
         await websocket.send_text(frame)
     return Start(snapshot.epoch, snapshot.seq)
 

@@ -10,12 +10,29 @@ import time
 from collections import deque
 
 from sparkwire.gateway import metrics
+from sparkwire.gateway.batched import Batched, shared
 from sparkwire.gateway.subscription import EndReason, LiveBatch, LiveEntry, Subscription
-from sparkwire.protocol.server_frames import encode_entry
-from sparkwire.replaylog.model import Entry, StreamMeta
+from sparkwire.protocol.server_frames import encode_entry, encode_snapshot
+from sparkwire.replaylog.model import Entry, Snapshot, StreamMeta
 from sparkwire.replaylog.port import UNAVAILABLE, StreamLog
 
 log = logging.getLogger(__name__)
+
+
+class EncodedSnapshot:
+    """A snapshot and its frames, encoded once per frame size for every connection that shares it."""
+
+    __slots__ = ("_frames", "snapshot")
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+        self._frames: dict[int, list[str]] = {}
+
+    def frames(self, max_frame_bytes: int) -> list[str]:
+        frames = self._frames.get(max_frame_bytes)
+        if frames is None:
+            frames = self._frames[max_frame_bytes] = encode_snapshot(self.snapshot, max_frame_bytes)
+        return frames
 
 
 class StreamHub:
@@ -33,6 +50,9 @@ class StreamHub:
         self.started = asyncio.Event()
         self._written_through = metrics.WRITTEN_THROUGH.labels(stream=stream)
         self._delivered = metrics.ENTRIES_DELIVERED.labels(stream=stream)
+        # Connections' reads, shared by the handshakes that ask together (``batched``).
+        self._meta_reads: Batched[None, StreamMeta] = shared(log.meta)
+        self._snapshot_reads: Batched[None, EncodedSnapshot] = shared(self._read_snapshot)
 
     @property
     def stream(self) -> str:
@@ -59,7 +79,17 @@ class StreamHub:
         return [self.ring[i] for i in range(max(start, 0), min(len(self.ring), max(start, 0) + limit))]
 
     async def meta(self) -> StreamMeta:
-        return await self.log.meta()
+        """The stream's meta for a connection's handshake, read after this call (never an older read)."""
+        return await self._meta_reads(None)
+
+    async def snapshot(self, max_frame_bytes: int) -> tuple[Snapshot, list[str]]:
+        """A snapshot read after this call, and its frames: one read and one encoding for every connection
+        that asked while the previous read was out."""
+        encoded = await self._snapshot_reads(None)
+        return encoded.snapshot, encoded.frames(max_frame_bytes)
+
+    async def _read_snapshot(self) -> EncodedSnapshot:
+        return EncodedSnapshot(await self.log.snapshot())
 
     async def run(self) -> None:
         backoff = 0.05
@@ -78,7 +108,7 @@ class StreamHub:
                 backoff = 0.05
 
     async def _follow(self) -> None:
-        meta = await self.meta()
+        meta = await self.log.meta()
         if meta.epoch != self.epoch and (self.epoch or not self.started.is_set()):
             self._reset(meta)
         self.healthy = True
@@ -86,14 +116,14 @@ class StreamHub:
         while True:
             entries = await self.log.follow(self.head_seq, 1000, self.block_ms)
             if not entries:
-                meta = await self.meta()  # quiet: a good moment to notice a lost log (new epoch)
+                meta = await self.log.meta()  # quiet: a good moment to notice a lost log (new epoch)
                 metrics.SINK_DUPLICATES.labels(stream=self.stream).set(
                     meta.counters.get("duplicates_suppressed", 0))
                 if (self.epoch and meta.epoch != self.epoch) or meta.last_seq < self.head_seq:
                     self._reset(meta)
                 continue
             if not self.epoch:  # the first commit to an empty stream created its epoch just now
-                self.epoch = (await self.meta()).epoch
+                self.epoch = (await self.log.meta()).epoch
             self._publish(entries)
 
     def _publish(self, entries: list[Entry]) -> None:

@@ -7,7 +7,8 @@ together). The latest ack per session is kept in memory and ``run()`` writes the
 round trip every ``flush_interval_s``; a connection's last ack and a draining pod's are flushed at once.
 A SIGKILLed pod loses at most one interval of acks — positions clients hold in their cursors anyway.
 The TTL is set at connect and at a connection's end; while it stays connected its acks renew it only every
-quarter of the TTL (``ttl_refresh_due``): an EXPIRE per ack was a third of the flush's cost.
+quarter of the TTL (``ttl_refresh_due``): an EXPIRE per ack was a third of the flush's cost. The handshake's
+lookups and "connected" writes of clients connecting together share round trips (``batched.Batched``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,15 @@ import logging
 import time
 
 from sparkwire.gateway import metrics
-from sparkwire.replaylog.port import UNAVAILABLE, AckRecord, SessionPosition, SessionRecords
+from sparkwire.gateway.batched import Batched
+from sparkwire.replaylog.port import (
+    UNAVAILABLE,
+    AckRecord,
+    ConnectRecord,
+    SessionLookup,
+    SessionPosition,
+    SessionRecords,
+)
 
 log = logging.getLogger(__name__)
 
@@ -35,23 +44,28 @@ class SessionStore:
         self.flush_interval_s = flush_interval_s
         # (session, stream) -> (position, ack time, subject, renew the TTL): acks not written yet.
         self._pending: dict[tuple[str, str], tuple[SessionPosition, int, str, bool]] = {}
+        self._lookups: Batched[tuple[str, str], SessionLookup] = Batched(records.lookup)
+        self._connects: Batched[ConnectRecord, None] = Batched(self._write_connected)
 
     def ttl_refresh_due(self, refreshed_monotonic: float) -> bool:
         """Whether a session whose TTL was last set at ``refreshed_monotonic`` should renew it now."""
         return time.monotonic() - refreshed_monotonic >= self.ttl_seconds / 4
 
-    async def lookup(self, session_id: str, stream: str) -> tuple[str | None, SessionPosition | None]:
+    async def lookup(self, session_id: str, stream: str) -> SessionLookup:
         """The subject the session was issued to (``""`` with auth off; None if no pod knows the id: never
         issued, or expired) and its last ack (None before the first), in one round trip: every resuming
         client asks, and after a pod is lost thousands ask at once."""
         pending = self._pending.get((session_id, stream))
         if pending is not None:  # acked on this pod a moment ago, not written yet
             return pending[2], pending[0]
-        return await self.records.lookup(session_id, stream)
+        return await self._lookups((session_id, stream))
 
     async def connected(self, session_id: str, stream: str, subject: str = "") -> None:
-        await self.records.connected(session_id, stream, pod=self.pod, subject=subject, connected_ms=_now_ms(),
-                                     ttl_seconds=self.ttl_seconds)
+        await self._connects(ConnectRecord(session_id, stream, subject, _now_ms()))
+
+    async def _write_connected(self, records: list[ConnectRecord]) -> list[None]:
+        await self.records.connected(records, pod=self.pod, ttl_seconds=self.ttl_seconds)
+        return [None] * len(records)
 
     def acked(self, session_id: str, stream: str, position: SessionPosition, subject: str = "",
               *, refresh_ttl: bool = True) -> None:

@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Sequence
 
 from sparkwire.replaylog.model import Entry, History, Record, Snapshot, StateItem, StreamMeta
-from sparkwire.replaylog.port import AckRecord, SessionPosition
+from sparkwire.replaylog.port import AckRecord, ConnectRecord, SessionLookup, SessionPosition
 from sparkwire.replaylog.replication import ReplicationStatus
 
 
@@ -98,16 +98,20 @@ class MemorySessionRecords:
         # (session, stream) -> the hash a Redis store would hold
         self.hashes: dict[tuple[str, str], dict[str, object]] = {}
 
-    async def lookup(self, session_id: str, stream: str) -> tuple[str | None, SessionPosition | None]:
-        stored = self.hashes.get((session_id, stream))
+    async def lookup(self, sessions: Sequence[tuple[str, str]]) -> list[SessionLookup]:
+        return [self._lookup(key) for key in sessions]
+
+    def _lookup(self, key: tuple[str, str]) -> SessionLookup:
+        stored = self.hashes.get(key)
         if stored is None or "subject" not in stored:
             return None, None
         position = stored.get("position")
         return str(stored["subject"]), position if isinstance(position, SessionPosition) else None
 
-    async def connected(self, session_id: str, stream: str, *, pod: str, subject: str, connected_ms: int,
-                        ttl_seconds: int) -> None:
-        self.hashes.setdefault((session_id, stream), {}).update(pod=pod, subject=subject, connected_ms=connected_ms)
+    async def connected(self, records: Sequence[ConnectRecord], *, pod: str, ttl_seconds: int) -> None:
+        for record in records:
+            self.hashes.setdefault((record.session_id, record.stream), {}).update(
+                pod=pod, subject=record.subject, connected_ms=record.connected_ms)
 
     async def write(self, acks: Sequence[AckRecord], *, pod: str, ttl_seconds: int) -> None:
         for ack in acks:

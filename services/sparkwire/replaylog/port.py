@@ -71,17 +71,32 @@ class AckRecord:
     renew_ttl: bool
 
 
+@dataclass(frozen=True)
+class ConnectRecord:
+    """A session a pod starts serving: the subject it was issued to, and when."""
+
+    session_id: str
+    stream: str
+    subject: str
+    connected_ms: int
+
+
+# A session as the store knows it: the subject it was issued to (None if no pod knows the id: never issued,
+# or expired) and its last ack (None before the first).
+SessionLookup = tuple[str | None, SessionPosition | None]
+
+
 class SessionRecords(Protocol):
     """Client sessions shared by every pod: who a session id was issued to and its last ack."""
 
-    async def lookup(self, session_id: str, stream: str) -> tuple[str | None, SessionPosition | None]:
-        """The subject the session was issued to (None if no pod knows the id: never issued, or expired)
-        and its last ack (None before the first), in one round trip."""
+    async def lookup(self, sessions: Sequence[tuple[str, str]]) -> list[SessionLookup]:
+        """Each (session id, stream) as the store knows it, in order, in one round trip: a pod's handshakes
+        ask together (``gateway.batched``)."""
         ...
 
-    async def connected(self, session_id: str, stream: str, *, pod: str, subject: str, connected_ms: int,
-                        ttl_seconds: int) -> None:
-        """The session is served by ``pod`` from now (issued to ``subject``); its time to live restarts."""
+    async def connected(self, records: Sequence[ConnectRecord], *, pod: str, ttl_seconds: int) -> None:
+        """The sessions are served by ``pod`` from now (issued to their subjects); their time to live
+        restarts. One round trip."""
         ...
 
     async def write(self, acks: Sequence[AckRecord], *, pod: str, ttl_seconds: int) -> None:
@@ -110,4 +125,5 @@ class LogBackend(Protocol):
         ...
 
 
-__all__ = ["UNAVAILABLE", "AckRecord", "LogBackend", "SessionPosition", "SessionRecords", "StreamLog"]
+__all__ = ["UNAVAILABLE", "AckRecord", "ConnectRecord", "LogBackend", "SessionLookup", "SessionPosition",
+           "SessionRecords", "StreamLog"]

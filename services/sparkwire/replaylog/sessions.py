@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import redis.asyncio as redis_async
 
 from sparkwire.replaylog.keys import DEFAULT_PREFIX
-from sparkwire.replaylog.port import AckRecord, SessionPosition
+from sparkwire.replaylog.port import AckRecord, ConnectRecord, SessionLookup, SessionPosition
 
 _LOOKUP_FIELDS = ["subject", "epoch", "seq", "duplicates", "gaps"]
 
@@ -25,25 +25,32 @@ def _text(value: object) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
+def _session(subject: object, epoch: object, seq: object, duplicates: object, gaps: object) -> SessionLookup:
+    if subject is None:  # every pod writes the subject when it issues the id
+        return None, None
+    position = None if epoch is None or seq is None else SessionPosition(
+        epoch=_text(epoch), seq=int(_text(seq)), duplicates=int(_text(duplicates or 0)), gaps=int(_text(gaps or 0)))
+    return _text(subject), position
+
+
 class RedisSessionRecords:
     def __init__(self, client: redis_async.Redis) -> None:
         self.client = client
 
-    async def lookup(self, session_id: str, stream: str) -> tuple[str | None, SessionPosition | None]:
-        subject, epoch, seq, duplicates, gaps = await self.client.hmget(session_key(session_id, stream),
-                                                                        _LOOKUP_FIELDS)
-        if subject is None:  # every pod writes the subject when it issues the id
-            return None, None
-        position = None if epoch is None or seq is None else SessionPosition(
-            epoch=_text(epoch), seq=int(seq), duplicates=int(duplicates or 0), gaps=int(gaps or 0))
-        return _text(subject), position
+    async def lookup(self, sessions: Sequence[tuple[str, str]]) -> list[SessionLookup]:
+        async with self.client.pipeline(transaction=False) as pipe:
+            for session_id, stream in sessions:
+                pipe.hmget(session_key(session_id, stream), _LOOKUP_FIELDS)
+            replies = await pipe.execute()
+        return [_session(*reply) for reply in replies]
 
-    async def connected(self, session_id: str, stream: str, *, pod: str, subject: str, connected_ms: int,
-                        ttl_seconds: int) -> None:
-        key = session_key(session_id, stream)
-        async with self.client.pipeline(transaction=False) as pipe:  # one round trip; no reader needs both at once
-            pipe.hset(key, mapping={"pod": pod, "connected_ms": connected_ms, "stream": stream, "subject": subject})
-            pipe.expire(key, ttl_seconds)
+    async def connected(self, records: Sequence[ConnectRecord], *, pod: str, ttl_seconds: int) -> None:
+        async with self.client.pipeline(transaction=False) as pipe:  # one round trip; no reader needs all at once
+            for record in records:
+                key = session_key(record.session_id, record.stream)
+                pipe.hset(key, mapping={"pod": pod, "connected_ms": record.connected_ms, "stream": record.stream,
+                                        "subject": record.subject})
+                pipe.expire(key, ttl_seconds)
             await pipe.execute()
 
     async def write(self, acks: Sequence[AckRecord], *, pod: str, ttl_seconds: int) -> None:

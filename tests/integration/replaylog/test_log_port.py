@@ -15,7 +15,7 @@ import redis as redis_lib
 
 from sparkwire.replaylog import Record, ReplayLogWriter
 from sparkwire.replaylog.memory import MemoryBackend
-from sparkwire.replaylog.port import AckRecord, LogBackend, SessionPosition
+from sparkwire.replaylog.port import AckRecord, ConnectRecord, LogBackend, SessionPosition
 from sparkwire.replaylog.redis_backend import RedisBackend
 from sparkwire_harness.stack import RedisServer
 
@@ -134,13 +134,15 @@ def test_sessions_keep_their_subject_and_last_ack(
 ) -> None:
     async def check(store: Store) -> None:
         sessions = store.backend.sessions
-        assert await sessions.lookup("s1", unique_name) == (None, None)
-        await sessions.connected("s1", unique_name, pod="pod-a", subject="alice", connected_ms=1, ttl_seconds=60)
-        assert await sessions.lookup("s1", unique_name) == ("alice", None)
+        assert await sessions.lookup([("s1", unique_name)]) == [(None, None)]
+        issued = [ConnectRecord("s1", unique_name, "alice", 1), ConnectRecord("s2", unique_name, "", 1)]
+        await sessions.connected(issued, pod="pod-a", ttl_seconds=60)
+        assert await sessions.lookup([("s1", unique_name), ("s2", unique_name)]) == [("alice", None), ("", None)]
         position = SessionPosition("e1", 7, duplicates=1, gaps=2)
         await sessions.write([AckRecord("s1", unique_name, position, 2, "alice", True)], pod="pod-b", ttl_seconds=60)
-        assert await sessions.lookup("s1", unique_name) == ("alice", position)
-        assert await sessions.lookup("s1", unique_name + "-other") == (None, None)
+        assert await sessions.lookup([("s1", unique_name), ("s1", unique_name + "-other"), ("s2", unique_name)]) == [
+            ("alice", position), (None, None), ("", None)]
+        assert await sessions.lookup([]) == []
         await store.backend.ping()
         assert (await store.backend.replication()).role == "master"
 
