@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
 from sparkwire.gateway import bearer, metrics
@@ -86,7 +86,7 @@ def _handshake_origin(websocket: WebSocket) -> str | None:
     return origin
 
 
-def create_app(gateway: Gateway) -> Starlette:
+def create_app(gateway: Gateway) -> ASGIApp:
     def refusal(origin: str | None, stream: str) -> tuple[CloseCode, str] | None:
         """Why this pod does not take a connection (WebSocket or SSE) from ``origin`` to ``stream``, if it
         does not. The allow-list stops other sites' pages. Every browser sends Origin on a WebSocket (and
@@ -185,7 +185,7 @@ def create_app(gateway: Gateway) -> Starlette:
             await cancel_and_wait([*tasks, sessions, replication])
             await gateway.backend.close()
 
-    return Starlette(
+    app = Starlette(
         routes=[
             WebSocketRoute("/ws", websocket_endpoint),
             Route("/sse", cross_origin(sse.stream_route), methods=["POST", "OPTIONS"]),
@@ -203,6 +203,17 @@ def create_app(gateway: Gateway) -> Starlette:
         ],
         lifespan=lifespan,
     )
+
+    async def asgi(scope: Scope, receive: Receive, send: Send) -> None:
+        """``/ws`` straight to its endpoint: every layer Starlette puts in front of a route (two middlewares,
+        the exception handlers, the router) is a coroutine frame an open connection keeps for its lifetime,
+        and a few µs of every handshake. The route stays for anything else that reaches the app."""
+        if scope["type"] == "websocket" and scope["path"] == "/ws":
+            await websocket_endpoint(WebSocket(scope, receive, send))
+            return
+        await app(scope, receive, send)
+
+    return asgi
 
 
 __all__ = ["Gateway", "create_app"]

@@ -20,7 +20,7 @@ from sparkwire import logs
 from sparkwire.gateway.app import Gateway, create_app
 from sparkwire.gateway.sessions import SessionStore
 from sparkwire.gateway.settings import add_arguments, auth_problem, connection_settings, split_list
-from sparkwire.gateway.wire import SparkwireWebSocketProtocol
+from sparkwire.gateway.wire import CONNECTION_LOG, SparkwireWebSocketProtocol
 from sparkwire.protocol.limits import MAX_CLIENT_MESSAGE_BYTES
 from sparkwire.replaylog.keys import StreamKeys
 from sparkwire.replaylog.redis_backend import RedisBackend
@@ -92,5 +92,6 @@ def run(args: argparse.Namespace) -> int:
         ws_ping_interval=None, ws_ping_timeout=None, access_log=False,
         timeout_graceful_shutdown=max(args.drain_seconds, 1), lifespan="on",
     )
+    CONNECTION_LOG.setLevel(logging.DEBUG if args.log_level.upper() == "DEBUG" else logging.WARNING)
     DrainingServer(config, gateway, args.drain_seconds).run()
     return 0

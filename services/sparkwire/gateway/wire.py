@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import typing
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
@@ -41,6 +42,12 @@ WIRE_EXTENSION = "sparkwire.wire"
 # A client that sends frames which need an answer (pings) but never reads the answers would grow its
 # connection's buffer without bound: past this many unsent bytes, direct writes are refused.
 MAX_BUFFERED_BYTES = 1 << 20
+
+# Where uvicorn's per-connection lines go ("[accepted]", and websockets' "connection closed"): a child of
+# uvicorn's logger, so its handlers and format apply. Two INFO lines per client, each a write to stderr, were
+# ~5 % of a handshake's CPU when thousands connect at once; ``sparkwire gateway`` shows them only at
+# ``--log-level debug`` (errors always).
+CONNECTION_LOG = logging.getLogger("uvicorn.error.connections")
 
 
 def serialize_text_frames(texts: Sequence[str]) -> bytes:
@@ -259,6 +266,7 @@ class SparkwireWebSocketProtocol(WebSocketsSansIOProtocol):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.logger = self.conn.logger = CONNECTION_LOG
         self.queue: Inbox = Inbox()  # type: ignore[assignment]
         self.writable: Writable = Writable()  # type: ignore[assignment]
 
