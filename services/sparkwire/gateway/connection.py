@@ -69,7 +69,7 @@ class Connection:
         timers.expires_at_monotonic = handshake.expiry_monotonic(admission.grant)
         subscription = self.hub.subscribe()  # before any read, so nothing committed from now on is missed
         try:
-            start = await handshake.start(self.websocket, self.hub, self.sessions, self.settings, admission)
+            start = await handshake.start(self.websocket, self.wire, self.hub, self.sessions, self.settings, admission)
             sender = Sender(self.websocket, self.wire, self.hub, subscription, self.settings, timers,
                             admission.grant, start.epoch, start.after)
             await self._run(sender, Receiver(sender, self.sessions, admission, self.settings.max_client_frame_bytes))

@@ -8,6 +8,8 @@ import json
 from typing import Any, cast
 
 from starlette.websockets import WebSocket
+from websockets.frames import Frame
+from websockets.streams import StreamReader
 
 from sparkwire.gateway.hub import StreamHub
 from sparkwire.gateway.settings import ConnectionSettings
@@ -53,16 +55,20 @@ class FakeSocket:
 
 
 class FakeWire:
-    """A ``Transport`` with no direct path (as plain ASGI) that records pongs; ``accepts`` says whether a
-    reply can go."""
+    """A ``Transport`` that records pongs, ``accepts`` says whether a reply can go; with no direct path (as
+    plain ASGI), or with ``direct`` one that records the frames written."""
 
-    def __init__(self, accepts: bool = True) -> None:
+    def __init__(self, accepts: bool = True, direct: bool = False) -> None:
         self.accepts = accepts
+        self.direct = direct
+        self.written: list[list[str]] = []  # the texts of each direct write
         self.replies: list[str] = []
         self.listener: Listener | None = None
 
     def write(self, frames: bytes) -> bool:
-        return False
+        if self.direct:
+            self.written.append(frame_texts(frames))
+        return self.direct
 
     def reply(self, text: str) -> bool:
         if self.accepts:
@@ -71,6 +77,22 @@ class FakeWire:
 
     def listen(self, listener: Listener | None) -> None:
         self.listener = listener
+
+
+def frame_texts(data: bytes) -> list[str]:
+    """The texts of serialized server frames, back to back."""
+    reader = StreamReader()
+    reader.feed_data(data)
+    texts: list[str] = []
+    while reader.buffer:
+        parser = Frame.parse(reader.read_exact, mask=False)
+        try:
+            next(parser)
+        except StopIteration as parsed:
+            texts.append(parsed.value.data.decode())
+        else:
+            raise AssertionError("a frame cut short")
+    return texts
 
 
 def settings(**changes: Any) -> ConnectionSettings:

@@ -22,11 +22,13 @@ from sparkwire.protocol import (
     Welcome,
     encode_ack,
     encode_hello,
+    parse_server_frame,
 )
 from sparkwire.replaylog.memory import MemorySessionRecords
+from sparkwire.replaylog.model import Snapshot
 from sparkwire.replaylog.port import SessionPosition
 
-from .connection_fakes import STREAM, FakeSocket, hub_with, settings
+from .connection_fakes import STREAM, FakeSocket, FakeWire, hub_with, settings
 
 SECRET = "s" * 32
 
@@ -89,7 +91,7 @@ def test_a_client_with_no_cursor_gets_the_welcome_then_a_snapshot_and_starts_aft
         hub = await hub_with(12)
         socket = FakeSocket()
         admission = Admission(Hello(1, None, None, None), None, "fresh", None)
-        begun = await start(socket.as_websocket(), hub, store(), settings(), admission)
+        begun = await start(socket.as_websocket(), FakeWire(), hub, store(), settings(), admission)
         return socket, begun.after, begun.epoch, hub.epoch
 
     socket, after, epoch, log_epoch = asyncio.run(run())
@@ -107,10 +109,49 @@ def test_a_client_with_a_cursor_in_the_log_resumes_after_it_without_a_snapshot()
         hub = await hub_with(12)
         socket = FakeSocket()
         admission = Admission(Hello(1, None, Cursor(hub.epoch, 5), None), None, "fresh", None)
-        begun = await start(socket.as_websocket(), hub, store(), settings(), admission)
+        begun = await start(socket.as_websocket(), FakeWire(), hub, store(), settings(), admission)
         return socket, begun.after
 
     socket, after = asyncio.run(run())
     welcome, = socket.frames()
     assert isinstance(welcome, Welcome) and welcome.recovered and welcome.reset is None
     assert after == 5
+
+
+def test_a_transport_with_direct_writes_gets_the_welcome_and_snapshot_in_one_write() -> None:
+    async def run() -> tuple[FakeSocket, FakeWire]:
+        hub = await hub_with(12)
+        socket, wire = FakeSocket(), FakeWire(direct=True)
+        admission = Admission(Hello(1, None, None, None), None, "fresh", None)
+        await start(socket.as_websocket(), wire, hub, store(), settings(max_server_frame_bytes=300), admission)
+        return socket, wire
+
+    socket, wire = asyncio.run(run())
+    assert socket.sent == [] and len(wire.written) == 1
+    welcome, *parts = [parse_server_frame(text) for text in wire.written[0]]
+    assert isinstance(welcome, Welcome) and welcome.session == "fresh"
+    assert len(parts) > 1 and all(isinstance(part, SnapshotPart) for part in parts)  # split at 300 bytes
+    keys = {key for part in parts if isinstance(part, SnapshotPart) for key in part.items}
+    assert keys == {f"k{n}" for n in range(5)}
+
+
+def test_handshakes_that_ask_together_share_one_snapshot_read() -> None:
+    async def run() -> tuple[list[int], int]:
+        hub = await hub_with(12)
+        reads = 0
+        read = hub.log.snapshot
+
+        async def counted() -> Snapshot:
+            nonlocal reads
+            reads += 1
+            await asyncio.sleep(0.01)
+            return await read()
+
+        hub.log.snapshot = counted  # type: ignore[method-assign]
+        admissions = [Admission(Hello(1, None, None, None), None, f"s{n}", None) for n in range(4)]
+        begun = await asyncio.gather(*(start(FakeSocket().as_websocket(), FakeWire(), hub, store(), settings(), a)
+                                       for a in admissions))
+        return [b.after for b in begun], reads
+
+    afters, reads = asyncio.run(run())
+    assert afters == [12] * 4 and reads == 1
