@@ -99,7 +99,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_option(parser, "--drain-seconds", type=non_negative_int, default=10,
                help="on SIGTERM, how long to wait for clients to leave after closing them")
     add_option(parser, "--pod-name", default=socket.gethostname(), help="this pod's name in session hashes")
-    add_option(parser, "--log-level", default="INFO", help="log level")
+    add_option(parser, "--log-level", default="INFO",
+               help="log level (DEBUG adds a line per WebSocket opened and closed)")
 
 
 def connection_settings(args: argparse.Namespace) -> ConnectionSettings:
