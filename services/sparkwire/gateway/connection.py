@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import logging
 import time
+import traceback
 
 from starlette.websockets import WebSocketDisconnect
 
@@ -42,22 +43,13 @@ class Connection:
 
     async def serve(self) -> None:
         """Run until the client leaves or a ``Close`` is raised; never lets an error escape."""
-        code: CloseCode | None = None
-        reason = ""
         try:
             await self._serve()
-        except Close as close:
-            code, reason = close.code, close.reason
-        except (ProtocolError, AuthError) as error:
-            code, reason = error.code, error.reason
-        except (WebSocketDisconnect, ConnectionError):
-            pass
-        except UNAVAILABLE as error:
-            metrics.REDIS_ERRORS.labels(operation="connection").inc()
-            code, reason = CloseCode.REDIS_UNAVAILABLE, f"redis unavailable: {type(error).__name__}"
-        except Exception:
-            log.exception("connection failed")
-            code, reason = CloseCode.INTERNAL_ERROR, "internal error"
+        except Exception as error:
+            code, reason = _close_for(error)
+            release(error)
+        else:
+            return
         if code is not None:
             await send_close(self.websocket, code, reason)
             metrics.CLOSES.labels(code=str(int(code))).inc()
@@ -99,3 +91,31 @@ class Connection:
         if ending == "slow_consumer":
             metrics.SLOW_CONSUMER_CLOSES.labels(stream=self.hub.stream).inc()
         raise Close.for_ending(ending)
+
+
+def _close_for(error: Exception) -> tuple[CloseCode | None, str]:
+    """The close code and reason a connection ended by ``error`` gets (None: the client is gone)."""
+    if isinstance(error, Close):
+        return error.code, error.reason
+    if isinstance(error, (ProtocolError, AuthError)):
+        return error.code, error.reason
+    if isinstance(error, (WebSocketDisconnect, ConnectionError)):
+        return None, ""
+    if isinstance(error, UNAVAILABLE):
+        metrics.REDIS_ERRORS.labels(operation="connection").inc()
+        return CloseCode.REDIS_UNAVAILABLE, f"redis unavailable: {type(error).__name__}"
+    log.error("connection failed", exc_info=error)
+    return CloseCode.INTERNAL_ERROR, "internal error"
+
+
+def release(error: BaseException) -> None:
+    """Clear the locals of the finished frames ``error``'s traceback (and the errors it chains) holds. Those
+    locals are the connection's objects, and one of them refers back to the error (the receiver keeps what
+    ended the client's side): a cycle that only a full collection frees. When 10,000 clients left at once,
+    that collection took the pod 1.0-1.2 s, everyone else waiting (docs/benchmarks.md)."""
+    seen: set[int] = set()
+    chained: BaseException | None = error
+    while chained is not None and id(chained) not in seen:
+        seen.add(id(chained))
+        traceback.clear_frames(chained.__traceback__)  # skips frames still running (this one's caller)
+        chained = chained.__context__ or chained.__cause__
