@@ -9,7 +9,6 @@ import asyncio
 import contextlib
 import logging
 import time
-import traceback
 
 from starlette.websockets import WebSocketDisconnect
 
@@ -109,13 +108,15 @@ def _close_for(error: Exception) -> tuple[CloseCode | None, str]:
 
 
 def release(error: BaseException) -> None:
-    """Clear the locals of the finished frames ``error``'s traceback (and the errors it chains) holds. Those
-    locals are the connection's objects, and one of them refers back to the error (the receiver keeps what
-    ended the client's side): a cycle that only a full collection frees. When 10,000 clients left at once,
-    that collection took the pod 1.0-1.2 s, everyone else waiting (docs/benchmarks.md)."""
+    """Drop the tracebacks of ``error`` and the errors it chains, once handled. A traceback holds the frames
+    it went through, their locals are the connection's objects, and one of them refers back to the error (the
+    receiver keeps what ended the client's side): a cycle that only a full collection frees. When 10,000
+    clients left at once, that collection took the pod 1.0-1.2 s, everyone else waiting (docs/benchmarks.md).
+    (Not ``traceback.clear_frames``: an error from a shared round trip (``batched``) has frames of a task still
+    running, which clearing would finalize.)"""
     seen: set[int] = set()
     chained: BaseException | None = error
     while chained is not None and id(chained) not in seen:
         seen.add(id(chained))
-        traceback.clear_frames(chained.__traceback__)  # skips frames still running (this one's caller)
+        chained.__traceback__ = None
         chained = chained.__context__ or chained.__cause__
