@@ -118,5 +118,5 @@ def release(error: BaseException) -> None:
     chained: BaseException | None = error
     while chained is not None and id(chained) not in seen:
         seen.add(id(chained))
-        chained.__traceback__ = None
+        chained.with_traceback(None)  # not an assignment: some errors are frozen dataclasses (AuthError)
         chained = chained.__context__ or chained.__cause__

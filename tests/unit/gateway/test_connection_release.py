@@ -10,8 +10,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from sparkwire.gateway.auth import AuthError
 from sparkwire.gateway.batched import shared
 from sparkwire.gateway.connection import release
+from sparkwire.protocol.close_codes import CloseCode
 
 
 class Holder:
@@ -55,6 +57,14 @@ def test_a_released_error_no_longer_keeps_the_frames_that_hold_it(released: bool
             assert error.__traceback__ is None and error.__context__.__traceback__ is None
     del holder
     assert (gone() is None) is released  # without release: a cycle only the collector frees
+
+
+def test_a_frozen_error_is_released_too() -> None:
+    try:
+        raise AuthError(CloseCode.TOKEN_EXPIRED, "token expired")
+    except AuthError as error:
+        release(error)
+        assert error.__traceback__ is None
 
 
 def test_an_error_shared_by_a_round_trip_is_released_by_one_caller_and_still_raised_to_the_others() -> None:
