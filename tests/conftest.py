@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from uuid import uuid4
@@ -64,6 +65,18 @@ def toxiproxy(tmp_path: Path) -> Iterator[Toxiproxy]:
         yield proxy
     finally:
         proxy.stop()
+
+
+@pytest.fixture
+def collector_off() -> Iterator[None]:
+    """The cyclic garbage collector off for the test (after one full collection): what is still alive then
+    is held by references or by cycles, not waiting for a collection."""
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
-from collections.abc import Iterator
 
 import pytest
 import uvicorn
@@ -27,16 +26,6 @@ from sparkwire_harness.stack import free_port
 
 STREAM = "metrics"
 CLIENTS = 40
-
-
-@pytest.fixture
-def collector_off() -> Iterator[None]:
-    gc.collect()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def alive(kind: type) -> int:

@@ -4,9 +4,7 @@ left behind is freed by reference counting; an error shared by several connectio
 from __future__ import annotations
 
 import asyncio
-import gc
 import weakref
-from collections.abc import Iterator
 
 import pytest
 
@@ -31,16 +29,6 @@ def fail_into(holder: Holder) -> None:
         raise holder.error
     except ConnectionError:
         raise RuntimeError("while closing") from None
-
-
-@pytest.fixture
-def collector_off() -> Iterator[None]:
-    gc.collect()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 @pytest.mark.usefixtures("collector_off")
