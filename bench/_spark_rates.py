@@ -65,23 +65,29 @@ def aggregate_batches(log_lines: Iterable[str]) -> list[Batch]:
 
 @dataclass(frozen=True)
 class RunSpec:
-    """One run of the grid: ``rate@trigger_ms[/shuffle_partitions][/single]``, e.g. ``50000@5000/4``;
+    """One run of the grid: ``rate@trigger_ms[/shuffle_partitions][/single][/tiered]``, e.g. ``50000@5000/4``;
     ``single``: the job without its dead-letter query (``--dead-letter-topic ''``), one Kafka read and
-    parse of each record instead of two."""
+    parse of each record instead of two; ``tiered``: the driver with the JVM's full tiered JIT
+    (``--driver-java-options ''``) instead of the job's default C1 only, which big batches need (docs/benchmarks.md,
+    "Driver JIT")."""
 
     rate: int
     trigger_ms: int
     shuffle: int = 2
     dead_letters: bool = True
+    tiered: bool = False
 
     @classmethod
     def parse(cls, text: str) -> RunSpec:
         rate, _, rest = text.strip().partition("@")
         trigger, _, options = rest.partition("/")
-        shuffle, _, single = options.partition("/")
-        if single not in ("", "single"):
-            raise ValueError(f"bad run {text!r}: the last part may only be 'single'")
-        spec = cls(int(rate), int(trigger or 1000), int(shuffle or 2), dead_letters=not single)
+        shuffle, _, flags = options.partition("/")
+        known = ("single", "tiered")
+        given = [flag for flag in flags.split("/") if flag]
+        if any(flag not in known for flag in given) or len(set(given)) != len(given):
+            raise ValueError(f"bad run {text!r}: after the shuffle partitions only 'single' and 'tiered' may follow")
+        spec = cls(int(rate), int(trigger or 1000), int(shuffle or 2), dead_letters="single" not in given,
+                   tiered="tiered" in given)
         if min(spec.rate, spec.trigger_ms, spec.shuffle) < 1:
             raise ValueError(f"bad run {text!r}: rate, trigger and shuffle partitions must be >= 1")
         return spec
@@ -93,7 +99,15 @@ class RunSpec:
     @property
     def label(self) -> str:
         label = f"trigger {self.trigger_ms:,} ms, shuffle partitions {self.shuffle}"
-        return label if self.dead_letters else f"{label}, no dead-letter query"
+        if not self.dead_letters:
+            label += ", no dead-letter query"
+        return label + (", full tiered JIT" if self.tiered else "")
+
+    @property
+    def options(self) -> list[str]:
+        """The aggregator's command-line options for this run."""
+        return ["--trigger-ms", str(self.trigger_ms), "--max-offsets-per-trigger", str(self.per_batch),
+                "--shuffle-partitions", str(self.shuffle), *(["--driver-java-options="] if self.tiered else [])]
 
 
 @dataclass(frozen=True)

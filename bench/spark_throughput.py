@@ -57,7 +57,8 @@ WINDOW_MS, DELAY_MS = 10_000, 5_000  # the job's defaults
 BACKLOG_SPAN_S, BACKLOG_METRICS = 90, 50
 # 1 s triggers at rising rates, then longer triggers (a micro-batch costs ~1 s here whatever its size).
 # The same at 100,000/s with one query instead of two: what the dead-letter query's second read costs.
-DEFAULT_RUNS = "10000@1000,20000@1000,50000@5000,50000@5000/4,100000@10000,100000@10000/2/single"
+DEFAULT_RUNS = ("10000@1000,20000@1000,50000@5000,50000@5000/2/tiered,50000@5000/4/tiered,100000@10000/2/tiered,"
+                "100000@10000/2/single/tiered")
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -118,10 +119,9 @@ class Bench:
         """One aggregator reading the backlog at ``spec.rate`` until enough batches are measured."""
         args = self.args
         rate, trigger_ms, batches = spec.rate, spec.trigger_ms, self.batches_for(spec)
-        stream = f"rate-{rate}-{spec.shuffle}-{trigger_ms}{'' if spec.dead_letters else '-single'}"
-        process = self.aggregator(stream, topic, "--trigger-ms", str(trigger_ms),
-                                  "--max-offsets-per-trigger", str(spec.per_batch),
-                                  "--shuffle-partitions", str(spec.shuffle), dead_letters=spec.dead_letters)
+        stream = (f"rate-{rate}-{spec.shuffle}-{trigger_ms}{'' if spec.dead_letters else '-single'}"
+                  f"{'-tiered' if spec.tiered else ''}")
+        process = self.aggregator(stream, topic, *spec.options, dead_letters=spec.dead_letters)
         deadline = time.monotonic() + 60 + 3 * (args.warmup + batches) * trigger_ms / 1000
         try:
             while time.monotonic() < deadline:
@@ -145,9 +145,7 @@ class Bench:
         seconds)."""
         stream = f"full-{spec.rate}"
         started = time.monotonic()
-        process = self.aggregator(stream, topic, "--trigger-ms", str(spec.trigger_ms),
-                                  "--max-offsets-per-trigger", str(spec.per_batch),
-                                  "--shuffle-partitions", str(spec.shuffle), dead_letters=spec.dead_letters)
+        process = self.aggregator(stream, topic, *spec.options, dead_letters=spec.dead_letters)
         expected = expected_results(produced, WINDOW_MS, DELAY_MS)
         reader = ReplayLogReader(redis.Redis.from_url(self.redis.url), stream)
         try:

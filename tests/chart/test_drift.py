@@ -48,6 +48,8 @@ NOT_SET = {
                            "SparkApplication's aggregator.driver.memory sets the heap",
         "--class-archive": "only for a driver this process starts (--master set); the image has no archive "
                            "(a JVM started by spark-submit gets its options from the SparkApplication)",
+        "--driver-java-options": "only for a driver this process starts (--master set); under the operator the "
+                                 "SparkApplication's aggregator.driver.javaOptions (same default, C1 only)",
     },
 }
 # Environment variables the chart adds that are not options: only for Kubernetes' $(VAR) expansion.

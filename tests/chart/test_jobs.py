@@ -83,6 +83,9 @@ def test_one_spark_application_per_job_beside_the_aggregator(objects: list[Obj])
     assert (fraud["driver"]["memory"], fraud["executor"]["instances"]) == ("2g", 2)
     assert fraud["driver"]["coreRequest"] == aggregator["driver"]["coreRequest"] == "250m"
     assert orders["executor"]["memory"] == aggregator["executor"]["memory"]
+    # The driver's JIT kept to C1 (values.yaml, aggregator.driver.javaOptions), a job's too; executors keep theirs.
+    assert orders["driver"]["javaOptions"] == aggregator["driver"]["javaOptions"] == "-XX:TieredStopAtLevel=1"
+    assert "javaOptions" not in aggregator["executor"]
     # Every application leaves out Spark 4.2's own executor NetworkPolicy (the operator may not patch
     # it; the chart's policies govern the pods); a job's sparkConf is merged over that.
     no_spark_policy = {"spark.kubernetes.driver.pod.excludedFeatureSteps":

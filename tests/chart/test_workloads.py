@@ -148,6 +148,13 @@ def test_spark_application(default_objects: list[Obj]) -> None:
     assert "SPARKWIRE_SPARK_JARS" not in env and env["SPARKWIRE_MASTER"]["value"] == ""
     assert spec["executor"]["instances"] == 1
     assert spec["driver"]["serviceAccount"] == AGGREGATOR
+    assert spec["driver"]["javaOptions"] == "-XX:TieredStopAtLevel=1"
+
+
+def test_driver_java_options_are_the_values_and_left_out_when_empty() -> None:
+    own = _app(render(sets={"aggregator.driver.javaOptions": "-XX:+UseSerialGC"}))["spec"]["driver"]
+    assert own["javaOptions"] == "-XX:+UseSerialGC"
+    assert "javaOptions" not in _app(render(sets={"aggregator.driver.javaOptions": ""}))["spec"]["driver"]
 
 
 def test_checkpoint_on_a_pvc_shared_with_executors_on_the_drivers_node(default_objects: list[Obj]) -> None:

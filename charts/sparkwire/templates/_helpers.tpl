@@ -320,8 +320,8 @@ jobs' — exists when either runs. */}}
   labels         its metadata labels (rendered)
   podLabels      the labels of its driver and executor pods (rendered)
   image, pullPolicy, mainApplicationFile, arguments (list, may be empty), sparkConf (map)
-  driver         {cores, coreRequest, coreLimit, memory, memoryOverhead, labels, annotations}
-  executor       the same plus instances
+  driver         {cores, coreRequest, coreLimit, memory, memoryOverhead, javaOptions, labels, annotations}
+  executor       the same without javaOptions, plus instances
   env            the driver container's env (a rendered EnvVar list)
   metricsPort    the driver's Prometheus port
   mountPath, claim, accessMode   the checkpoint volume
@@ -390,6 +390,9 @@ spec:
     coreLimit: {{ .driver.coreLimit | quote }}
     memory: {{ .driver.memory | quote }}
     memoryOverhead: {{ .driver.memoryOverhead | quote }}
+    {{- with .driver.javaOptions }}
+    javaOptions: {{ . | quote }}
+    {{- end }}
     serviceAccount: {{ include "sparkwire.aggregator.serviceAccountName" $ctx }}
     labels:
       {{- .podLabels | nindent 6 }}
@@ -683,7 +686,7 @@ and settings default to the aggregator's, except the checkpoint claim (each job 
 {{- range $role := list "driver" "executor" -}}
 {{- $own := index $job $role | default dict -}}
 {{- $keys := list "cores" "coreRequest" "coreLimit" "memory" "memoryOverhead" -}}
-{{- if eq $role "executor" }}{{ $keys = append $keys "instances" }}{{ end -}}
+{{- if eq $role "executor" }}{{ $keys = append $keys "instances" }}{{ else }}{{ $keys = append $keys "javaOptions" }}{{ end -}}
 {{- $resolved := dict -}}
 {{- range $keys -}}
 {{- $_ := set $resolved . (ternary (index $own .) (index (index $a $role) .) (hasKey $own .)) -}}

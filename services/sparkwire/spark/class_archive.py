@@ -75,7 +75,8 @@ def create(path: Path) -> Path:
 
 def _run_exercise(archive_out: Path, workdir: Path) -> None:
     workdir.mkdir(parents=True)
-    spark = spark_session("sparkwire-class-archive", java_options=f"-XX:ArchiveClassesAtExit={archive_out}")
+    spark = spark_session("sparkwire-class-archive", class_archive="off",
+                          java_options=f"-XX:ArchiveClassesAtExit={archive_out}")
     try:
         _exercise(spark, workdir)
     finally:

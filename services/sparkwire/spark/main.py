@@ -23,7 +23,7 @@ from sparkwire import logs
 from sparkwire.options import add_option, jvm_memory, non_negative_int, positive_int
 from sparkwire.spark.delivery import Job, deliver_job
 from sparkwire.spark.records import ResultEncoder
-from sparkwire.spark.session import spark_session
+from sparkwire.spark.session import QUICK_JIT, spark_session
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +47,11 @@ def add_runtime_arguments(parser: argparse.ArgumentParser, log_level: str = "INF
                help="a class-data-sharing archive for a driver this process starts (--master set), which starts "
                     "it ~3 s sooner: empty, the checkout's .cache/spark-cds/driver.jsa when present (make setup "
                     "writes it); 'off', none")
+    add_option(parser, "--driver-java-options", default=QUICK_JIT,
+               help="more JVM options for a driver this process starts (--master set); the default keeps the JIT "
+                    "to its first tier (C1), which on 1-2 cores brings a restarted driver back sooner and "
+                    "shortens steady batches (docs/benchmarks.md, \"Driver JIT\"); empty: the JVM's own. Under "
+                    "spark-submit the submission sets them (the chart's aggregator.driver.javaOptions)")
     add_option(parser, "--log-level", default=log_level, help="log level")
 
 
@@ -54,7 +59,7 @@ def session(args: argparse.Namespace, app_name: str) -> Any:
     started = time.perf_counter()
     spark = spark_session(app_name, master=args.master, jars_dir=args.spark_jars,
                           shuffle_partitions=args.shuffle_partitions, driver_memory=args.driver_memory,
-                          class_archive=args.class_archive)
+                          class_archive=args.class_archive, java_options=args.driver_java_options)
     # What a driver's restart costs before any query starts: the JVM and the SparkContext.
     log.info("spark session started", extra={"fields": {
         "event": "session_started", "app": app_name, "sessionMs": round((time.perf_counter() - started) * 1000)}})

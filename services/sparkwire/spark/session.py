@@ -19,6 +19,13 @@ def connector_jars(directory: str) -> list[str]:
     return sorted(str(p) for p in (cache_dir() / "spark-jars").glob("*.jar"))
 
 
+# The JIT's first tier only (C1). Spark's driver runs a little of a great deal of code per micro-batch (planning,
+# state stores, commits), which C2 keeps compiling for minutes after a start on compiler threads that take
+# CPU from the batches on a 1-2 core driver: measured (docs/benchmarks.md, "Driver JIT") a restart back
+# sooner and steady batches shorter with C1 alone.
+QUICK_JIT = "-XX:TieredStopAtLevel=1"
+
+
 def default_class_archive() -> Path:
     """Where ``make setup`` writes the class-data-sharing archive (``sparkwire.spark.class_archive``)."""
     return cache_dir() / "spark-cds" / "driver.jsa"
@@ -34,13 +41,20 @@ def class_archive_options(archive: str) -> str:
     return f"-XX:SharedArchiveFile={path}" if path.is_file() else ""
 
 
+def driver_java_options(class_archive: str, java_options: str) -> str:
+    """The options of a driver JVM this process starts: the class archive's (``off``: none), then
+    ``java_options``."""
+    archive = class_archive_options(class_archive) if class_archive != "off" else ""
+    return " ".join(option for option in (archive, java_options.strip()) if option)
+
+
 def spark_session(app_name: str, *, master: str = "local[2]", jars_dir: str = "", shuffle_partitions: int = 2,
                   driver_memory: str = "", class_archive: str = "", java_options: str = "") -> Any:
     """``master`` empty: left to spark-submit (as under the Spark operator). ``shuffle_partitions``: Spark's 200
     is slow for small state. With ``master`` set this process starts the driver JVM, and these apply to it
     (a JVM already running, or one spark-submit started, keeps its own): ``driver_memory`` its heap;
     ``class_archive`` a class-data-sharing archive (``sparkwire.spark.class_archive``: empty, the checkout's
-    when present; ``off``, none); ``java_options`` its JVM options instead of the archive's."""
+    when present; ``off``, none); ``java_options`` more JVM options (e.g. :data:`QUICK_JIT`)."""
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(app_name)
@@ -48,10 +62,9 @@ def spark_session(app_name: str, *, master: str = "local[2]", jars_dir: str = ""
         builder = builder.master(master)
     if master and driver_memory:
         builder = builder.config("spark.driver.memory", driver_memory)
-    if master and not java_options and class_archive != "off":
-        java_options = class_archive_options(class_archive)
-    if master and java_options:
-        builder = builder.config("spark.driver.extraJavaOptions", java_options)
+    options = driver_java_options(class_archive, java_options) if master else ""
+    if options:
+        builder = builder.config("spark.driver.extraJavaOptions", options)
     jars = connector_jars(jars_dir)
     if jars:
         builder = builder.config("spark.jars", ",".join(jars))

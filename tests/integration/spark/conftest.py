@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from sparkwire.spark.session import spark_session
+from sparkwire.spark.session import QUICK_JIT, spark_session
 
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    session = spark_session("sparkwire-api-tests", master="local[2]")
+    session = spark_session("sparkwire-api-tests", master="local[2]", java_options=QUICK_JIT)  # as a driver runs
     yield session
     for query in session.streams.active:
         query.stop()

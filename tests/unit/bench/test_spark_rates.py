@@ -64,7 +64,11 @@ def test_a_run_spec_reads_rate_trigger_and_shuffle_partitions() -> None:
     assert RunSpec.parse("20000@3000").per_batch == 60_000
     single = RunSpec.parse("100000@5000/2/single")
     assert single == RunSpec(100_000, 5_000, 2, dead_letters=False) and "no dead-letter query" in single.label
-    for bad in ("0@1000", "1000@0", "1000@1000/0", "x@1", "1000@1000/2/double"):
+    tiered = RunSpec.parse("100000@10000/2/single/tiered")
+    assert tiered == RunSpec(100_000, 10_000, 2, dead_letters=False, tiered=True)
+    assert tiered.label.endswith("no dead-letter query, full tiered JIT")
+    assert tiered.options[-1] == "--driver-java-options=" and "--driver-java-options=" not in single.options
+    for bad in ("0@1000", "1000@0", "1000@1000/0", "x@1", "1000@1000/2/double", "1000@1000/2/tiered/tiered"):
         with pytest.raises(ValueError):
             RunSpec.parse(bad)
 

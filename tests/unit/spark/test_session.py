@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from sparkwire.spark.session import class_archive_options
+from sparkwire.spark.session import QUICK_JIT, class_archive_options, driver_java_options
 
 
 def test_a_given_archive_that_exists_is_used(tmp_path: Path) -> None:
@@ -25,3 +25,12 @@ def test_no_archive_means_no_option_so_the_jvm_starts_as_before(tmp_path: Path,
 def test_an_archive_named_but_missing_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match=r"no class archive at .*missing\.jsa.*--class-archive off"):
         class_archive_options(str(tmp_path / "missing.jsa"))
+
+
+def test_driver_options_are_the_archive_then_the_given_ones(tmp_path: Path) -> None:
+    archive = tmp_path / "driver.jsa"
+    archive.write_bytes(b"x")
+    assert driver_java_options(str(archive), QUICK_JIT) == f"-XX:SharedArchiveFile={archive} -XX:TieredStopAtLevel=1"
+    assert driver_java_options("off", QUICK_JIT) == "-XX:TieredStopAtLevel=1"
+    assert driver_java_options(str(archive), " ") == f"-XX:SharedArchiveFile={archive}"
+    assert driver_java_options("off", "") == ""
