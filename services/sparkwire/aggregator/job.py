@@ -18,11 +18,12 @@ from sparkwire.replaylog import Record
 from sparkwire.spark import Job, KafkaSource, SourceQuery, StreamSpec, Target, deliver_job
 from sparkwire.spark.main import add_runtime_arguments, load_job, rebuild, serve, session, stop_on_signals
 from sparkwire.spark.records import ResultEncoder
+from sparkwire.spark.session import QUICK_JIT
 
 AGGREGATE_QUERY = "sparkwire-aggregate"
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
+def add_arguments(parser: argparse.ArgumentParser, *, java_options: str = QUICK_JIT) -> None:
     add_option(parser, "--bootstrap-servers", default="127.0.0.1:9092", help="Kafka bootstrap servers")
     add_option(parser, "--topic", default="metrics-raw", help="Kafka topic of raw metric events")
     add_option(parser, "--dead-letter-topic", default="metrics-deadletter",
@@ -49,7 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_option(parser, "--trigger-ms", type=positive_int, default=1_000, help="micro-batch trigger interval")
     add_option(parser, "--metrics-port", type=non_negative_int, default=0,
                help="port of the Prometheus endpoint, 0 for none")
-    add_runtime_arguments(parser)  # --master, --spark-jars, --shuffle-partitions, --log-level
+    add_runtime_arguments(parser, java_options=java_options)  # --master, --spark-jars, --shuffle-partitions, ...
 
 
 def metrics_spec(stream: str) -> StreamSpec:
@@ -126,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add_rebuild_arguments(parser: argparse.ArgumentParser) -> None:
-    add_arguments(parser)
+    add_arguments(parser, java_options="")  # a rebuild is one big batch job: the full JIT (docs/benchmarks.md)
     add_option(parser, "--upto-batch", type=non_negative_int, default=0,
                help="rebuild the results of the batches below this one; 0: every batch the checkpoint's "
                     "commit log holds")

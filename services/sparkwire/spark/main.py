@@ -32,7 +32,10 @@ class QueryFailed(RuntimeError):
     pass
 
 
-def add_runtime_arguments(parser: argparse.ArgumentParser, log_level: str = "INFO") -> None:
+def add_runtime_arguments(parser: argparse.ArgumentParser, log_level: str = "INFO",
+                          java_options: str = QUICK_JIT) -> None:
+    """``java_options``: the default of ``--driver-java-options`` (a rebuild, one big batch job, wants the full
+    JIT)."""
     add_option(parser, "--master", default="local[2]",
                help="Spark master; empty to leave it to spark-submit (as under the Spark operator)")
     add_option(parser, "--spark-jars", default="",
@@ -47,11 +50,12 @@ def add_runtime_arguments(parser: argparse.ArgumentParser, log_level: str = "INF
                help="a class-data-sharing archive for a driver this process starts (--master set), which starts "
                     "it ~3 s sooner: empty, the checkout's .cache/spark-cds/driver.jsa when present (make setup "
                     "writes it); 'off', none")
-    add_option(parser, "--driver-java-options", default=QUICK_JIT,
-               help="more JVM options for a driver this process starts (--master set); the default keeps the JIT "
-                    "to its first tier (C1), which on 1-2 cores brings a restarted driver back sooner and "
-                    "shortens steady batches (docs/benchmarks.md, \"Driver JIT\"); empty: the JVM's own. Under "
-                    "spark-submit the submission sets them (the chart's aggregator.driver.javaOptions)")
+    add_option(parser, "--driver-java-options", default=java_options,
+               help="more JVM options for a driver this process starts (--master set), e.g. "
+                    f"--driver-java-options={QUICK_JIT}: the JIT's first tier (C1) only, which on 1-2 cores brings a "
+                    "restarted streaming driver back sooner and shortens small batches, and runs big ones slower "
+                    "(docs/benchmarks.md, \"Driver JIT\"); empty: the JVM's own. Under spark-submit the submission "
+                    "sets them (the chart's aggregator.driver.javaOptions)")
     add_option(parser, "--log-level", default=log_level, help="log level")
 
 
@@ -184,7 +188,7 @@ def main(job: Job, argv: Sequence[str] | None = None) -> int:
     add_option(run_parser, "--metrics-port", type=non_negative_int, default=0,
                help="port of the Prometheus endpoint, 0 for none")
     rebuild_parser = commands.add_parser("rebuild", help="recompute a lost replay log from Kafka and the checkpoint")
-    add_runtime_arguments(rebuild_parser, log_level="WARNING")
+    add_runtime_arguments(rebuild_parser, log_level="WARNING", java_options="")  # one big batch job: C2
     add_placement_arguments(rebuild_parser)
     add_option(rebuild_parser, "--upto-batch", type=non_negative_int, default=0,
                help="rebuild the results of the batches below this one; 0: every batch the commit log holds")
