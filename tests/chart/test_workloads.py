@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+from sparkwire.spark.session import QUICK_JIT
+
 from .conftest import (
     CHART,
     CI_VALUES,
@@ -148,7 +150,7 @@ def test_spark_application(default_objects: list[Obj]) -> None:
     assert "SPARKWIRE_SPARK_JARS" not in env and env["SPARKWIRE_MASTER"]["value"] == ""
     assert spec["executor"]["instances"] == 1
     assert spec["driver"]["serviceAccount"] == AGGREGATOR
-    assert spec["driver"]["javaOptions"] == "-XX:TieredStopAtLevel=1"
+    assert spec["driver"]["javaOptions"] == QUICK_JIT  # what `sparkwire aggregate` gives a local driver
 
 
 def test_driver_java_options_are_the_values_and_left_out_when_empty() -> None:
