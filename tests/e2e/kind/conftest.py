@@ -670,10 +670,12 @@ def new_production(release: Release, seconds: float, log: list[Entry], rate: flo
 
 
 def start_kafka_client_job(kube: Kube, release: Release, name: str, command: list[str],
-                           kafka_client: bool = True) -> None:
+                           kafka_client: bool = True, off_node: str | None = None) -> None:
     """``command`` as a Job in the gateway image (which has the whole sparkwire package), labelled (unless
     ``kafka_client`` is false) so that the NetworkPolicies let it reach Kafka; run once (a retried producer
-    would send its records twice)."""
+    would send its records twice). ``off_node``: a node the pod must not run on — the node a test drains
+    or stops: the producer is the test's instrument, not the system under test, and an evicted one-shot
+    producer fails its Job (a CI run lost test_drain that way)."""
     restricted = {"runAsNonRoot": True, "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
                   "seccompProfile": {"type": "RuntimeDefault"}}
     job = {
@@ -687,6 +689,10 @@ def start_kafka_client_job(kube: Kube, release: Release, name: str, command: lis
                                         "app.kubernetes.io/part-of": "sparkwire-e2e"}},
                 "spec": {
                     "restartPolicy": "Never",
+                    **({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [{"matchExpressions": [{
+                            "key": "kubernetes.io/hostname", "operator": "NotIn", "values": [off_node]}]}]}}}}
+                       if off_node else {}),
                     # Pod level: only PodSecurityContext fields (the API rejects container-only ones here).
                     "securityContext": {"runAsUser": 10001, "runAsGroup": 10001, "runAsNonRoot": True,
                                         "seccompProfile": {"type": "RuntimeDefault"}},
@@ -703,8 +709,8 @@ def start_kafka_client_job(kube: Kube, release: Release, name: str, command: lis
     kube.batch.create_namespaced_job(NAMESPACE, job)
 
 
-def start_producer(kube: Kube, release: Release, production: Production) -> None:
-    start_kafka_client_job(kube, release, production.name, production.args(release))
+def start_producer(kube: Kube, release: Release, production: Production, off_node: str | None = None) -> None:
+    start_kafka_client_job(kube, release, production.name, production.args(release), off_node=off_node)
     kube.note(f"producer {production.name}: {production.count} events from {production.start_ms}")
 
 
@@ -725,8 +731,16 @@ def wait_job(kube: Kube, name: str, timeout: float) -> None:
 
 
 def job_logs(kube: Kube, name: str) -> str:
-    pods = kube.pods(f"job-name={name}")
-    return "\n".join(kube.core.read_namespaced_pod_log(p.metadata.name, NAMESPACE, tail_lines=30) for p in pods)
+    """Each of the Job's pods: where it ran, how it ended (a pod evicted or killed says so in its
+    conditions, not in its log), then its log's last lines."""
+    parts = []
+    for pod in kube.pods(f"job-name={name}"):
+        ended = [f"{c.type}={c.status} {c.reason or ''}".strip() for c in pod.status.conditions or []
+                 if c.type == "DisruptionTarget" or c.status != "True"]
+        parts.append(f"pod {pod.metadata.name} on {pod.spec.node_name}: {pod.status.phase} {pod.status.reason or ''} "
+                     f"{'; '.join(ended)}\n"
+                     + kube.core.read_namespaced_pod_log(pod.metadata.name, NAMESPACE, tail_lines=30))
+    return "\n".join(parts)
 
 
 # --- clients ----------------------------------------------------------------------------------------------
@@ -832,16 +846,18 @@ def wait_for_results(redis_link: RedisLink, release: Release, production: Produc
 
 def scenario(kube: Kube, redis_link: RedisLink, release: Release, faults: FaultLoop | None,
              after: Callable[[], None] = lambda: None, *, seconds: float = PRODUCE_SECONDS,
-             clients: int = CLIENTS, results_timeout: float = RESULTS_TIMEOUT) -> tuple[list[Tracked], Production]:
-    """``clients`` connect; a producer runs for ``seconds`` with ``faults``; ``after()`` (e.g. wait for a
-    new driver); then every expected result is committed and every client has caught up."""
+             clients: int = CLIENTS, results_timeout: float = RESULTS_TIMEOUT,
+             producer_off_node: str | None = None) -> tuple[list[Tracked], Production]:
+    """``clients`` connect; a producer runs for ``seconds`` with ``faults`` (never on ``producer_off_node``,
+    the node the faults take away); ``after()`` (e.g. wait for a new driver); then every expected result
+    is committed and every client has caught up."""
     kube.wait_ready(GATEWAY_SELECTOR, release.gateway_replicas)
     assert kube.driver() is not None, f"no running driver ({DRIVER_SELECTOR})"
     production = new_production(release, seconds, redis_link.log(release.stream))
 
     def during() -> None:
         progress(f"{clients} clients connected; producing {production.count} events over {seconds:.0f}s")
-        start_producer(kube, release, production)
+        start_producer(kube, release, production, off_node=producer_off_node)
         if faults is None:
             wait_producer(kube, production, timeout=seconds + PRODUCER_GRACE_S)
         else:

@@ -122,7 +122,7 @@ def test_a_worker_drained_under_load(kube: Kube, release: Release, redis_link: R
 
     try:
         clients, production = scenario(kube, redis_link, release, FaultLoop(drain, every=1.0), after=drained,
-                                       seconds=60, results_timeout=480)
+                                       seconds=60, results_timeout=480, producer_off_node=victim)
         check(clients, production, redis_link, release, kube)
         assert drain.result is not None and "drained" in drain.result.stdout, drain.result
         assert drain.ready_gateways, "the drain ended before the first sample"

@@ -170,7 +170,7 @@ def test_a_node_with_the_redis_primary_a_gateway_and_the_driver_lost_under_load(
 
     try:
         clients, production = scenario(kube, link, release, FaultLoop(loss, every=5.0), after=recovered,
-                                       seconds=90, results_timeout=480)
+                                       seconds=90, results_timeout=480, producer_off_node=victim)
         check(clients, production, link, release, kube)
         events = kube.events
         assert loss.failover_s is not None and loss.new_primary is not None, events
