@@ -3,15 +3,19 @@ stream's reader, the sessions, the health check and the replication poll."""
 
 from __future__ import annotations
 
+import logging
+
 import redis.asyncio as redis_async
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
 
-from sparkwire.redis_url import connect_async
+from sparkwire.redis_url import connect_async, follow_failover
 from sparkwire.replaylog.async_reader import AsyncReplayLogReader
 from sparkwire.replaylog.keys import StreamKeys
 from sparkwire.replaylog.replication import ReplicationStatus, read_replication_async
 from sparkwire.replaylog.sessions import RedisSessionRecords
+
+log = logging.getLogger(__name__)
 
 
 class RedisBackend:
@@ -55,6 +59,12 @@ class RedisBackend:
         await self.client.ping()
 
     async def replication(self) -> ReplicationStatus:
+        """The primary's replication status, the sentinels asked first which node that is (a Sentinel URL):
+        connections to a node they replaced are dropped, so the hubs' reads move to the new primary within
+        a poll period of the failover instead of after the old one is demoted (``follow_failover``)."""
+        if await follow_failover(self.client):
+            log.warning("the sentinels name another primary: connections to the old one dropped",
+                        extra={"fields": {"event": "redis_primary_followed"}})
         return await read_replication_async(self.client)
 
     async def close(self) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import redis as redis_lib
 
-from sparkwire.redis_url import ADDRESS_MAP_ENV, connect, connect_async
+from sparkwire.redis_url import ADDRESS_MAP_ENV, connect, connect_async, follow_failover
 from sparkwire_harness.chaos.toxiproxy import Toxiproxy
 from sparkwire_harness.stack import ReplicatedRedis
 
@@ -115,6 +115,59 @@ def test_an_async_client_follows_a_failover_too(replicated: ReplicatedRedis) -> 
     print(f"first write {recovered_after:.1f} s after the kill, {len(errors)} failed calls before")
 
 
+def _mapped_partitionable(tmp_path: Path, toxiproxy: Toxiproxy, monkeypatch: pytest.MonkeyPatch) -> ReplicatedRedis:
+    """Every node announced at a proxy (its replication link), and dialled by clients through a second proxy
+    of their own (the address map): cutting a node's link leaves clients reaching it."""
+    replicated = ReplicatedRedis(tmp_path / "redis", route=lambda name, port: toxiproxy.create_proxy(name, port))
+    replicated.start()
+    mapping = {f"127.0.0.1:{replicated.announced_port(node)}":
+               f"127.0.0.1:{toxiproxy.create_proxy(f'client-n{index}', node.port)}"
+               for index, node in enumerate(replicated.nodes)}
+    monkeypatch.setenv(ADDRESS_MAP_ENV, ",".join(f"{a}={b}" for a, b in mapping.items()))
+    return replicated
+
+
+def test_a_reader_on_a_cut_off_primary_moves_to_the_new_one_when_it_follows_the_failover(
+    tmp_path: Path, toxiproxy: Toxiproxy, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A gateway's case: its hub only reads (a blocking XREAD), so the cut-off primary never refuses it and,
+    left alone, it reads the old primary's log until the sentinels demote that node after the heal.
+    ``follow_failover`` (the gateway's replication poll calls it) moves it — the blocking read included —
+    to the new primary while the cut lasts; before the failover it changes nothing."""
+    replicated = _mapped_partitionable(tmp_path, toxiproxy, monkeypatch)
+
+    async def run() -> None:
+        client = connect_async(replicated.url, max_connections=4, timeout=5, socket_timeout=2.0,
+                               socket_connect_timeout=2.0)
+        try:
+            await client.xadd("log", {"n": "1"})
+            assert await follow_failover(client) is False  # the same primary: nothing dropped
+            old = replicated.primary()
+            cut = toxiproxy.add_fault(replicated.link(old), "cut-off", "blackhole", {})
+            try:
+                new = await asyncio.to_thread(replicated.wait_for_failover, old, FAILOVER_BOUND_S)
+                with new.client() as direct:
+                    direct.xadd("log", {"n": "2"})  # what the writer commits on the new primary
+                # Still on the old primary (the pooled connection is reused): it answers, with the old log.
+                assert await client.xlen("log") == 1
+                blocked = asyncio.create_task(client.xread({"log": "$"}, block=30_000))
+                await asyncio.sleep(0.2)
+                assert await follow_failover(client) is True
+                with pytest.raises(redis_lib.ConnectionError):
+                    await asyncio.wait_for(blocked, 5)  # the blocking read's connection dropped too
+                assert await client.xlen("log") == 2, "the reader should be on the new primary"
+                assert await follow_failover(client) is False
+            finally:
+                toxiproxy.remove(replicated.link(old), cut)
+        finally:
+            await client.aclose()
+
+    try:
+        asyncio.run(run())
+    finally:
+        replicated.stop()
+
+
 def test_a_primary_cut_off_from_its_replicas_and_sentinels_is_replaced_and_its_client_follows(
     tmp_path: Path, toxiproxy: Toxiproxy, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -123,13 +176,8 @@ def test_a_primary_cut_off_from_its_replicas_and_sentinels_is_replaced_and_its_c
     replication link leaves the client reaching it: the primary refuses writes once no replica acknowledged
     for min-replicas-max-lag (NOREPLICAS), the sentinels promote a replica, and the same client writes there.
     After the heal the old primary comes back as a replica of the new one, with the writes it missed."""
-    replicated = ReplicatedRedis(tmp_path / "redis", route=lambda name, port: toxiproxy.create_proxy(name, port))
-    replicated.start()
+    replicated = _mapped_partitionable(tmp_path, toxiproxy, monkeypatch)
     try:
-        mapping = {f"127.0.0.1:{replicated.announced_port(node)}":
-                   f"127.0.0.1:{toxiproxy.create_proxy(f'client-n{index}', node.port)}"
-                   for index, node in enumerate(replicated.nodes)}
-        monkeypatch.setenv(ADDRESS_MAP_ENV, ",".join(f"{a}={b}" for a, b in mapping.items()))
         client = connect(replicated.url, socket_timeout=1.0, socket_connect_timeout=1.0)
         client.set("before", 1)
         assert client.connection_pool.get_master_address() == ("127.0.0.1", toxiproxy.listen_ports["client-n0"])
