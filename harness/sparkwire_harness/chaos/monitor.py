@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import redis as redis_lib
+import redis.sentinel as redis_sentinel
 
 from sparkwire.replaylog import ReplayLogReader
 from sparkwire_harness.chaos.recovery import Sample
@@ -30,6 +31,18 @@ def parse_prometheus(text: str) -> dict[str, float]:
     return samples
 
 
+def _follow_failover(client: redis_lib.Redis) -> None:
+    """The head is read on the primary the sentinels name now: this client crosses no faulty link, so it
+    still reaches a primary cut off from the others (partition) and would read its log, which no longer
+    grows, until the sentinels demote it after the heal (``sparkwire.redis_url.follow_failover`` is the
+    gateways' asyncio twin). A one-server client: nothing to ask."""
+    pool = client.connection_pool
+    if isinstance(pool, redis_sentinel.SentinelConnectionPool) and pool.is_master:
+        before = pool.master_address
+        if before is not None and tuple(pool.get_master_address()) != tuple(before):  # type: ignore[no-untyped-call]
+            pool.disconnect()
+
+
 def metric_sum(samples: dict[str, float], name: str) -> float:
     """Every sample of ``name`` summed over its label sets."""
     return sum(v for k, v in samples.items() if k == name or k.startswith(name + "{"))
@@ -40,6 +53,7 @@ class Monitor:
                  scrape_targets: Callable[[], dict[str, tuple[int | None, int]]]) -> None:
         """``redis``: a client (with short timeouts) of the log; ``scrape_targets()``: process name -> (its
         current pid, its metrics port)."""
+        self._redis = redis
         self._reader = ReplayLogReader(redis, stream)
         self._status_files = status_files
         self._targets = scrape_targets
@@ -51,6 +65,7 @@ class Monitor:
 
     def head(self) -> int:
         try:
+            _follow_failover(self._redis)
             return self._reader.meta().last_seq
         except (redis_lib.RedisError, OSError):
             return -1
