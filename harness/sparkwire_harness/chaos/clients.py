@@ -9,13 +9,17 @@ session (leaves, then comes back with its state and session id but no cursor, th
 server-side bookmark — a new ``ClientSession``, so a new render segment).
 
 While it runs the process writes ``status`` (each client's last seq, or -1 while away) twice a second;
-on SIGTERM it stops every client (a last ack each), writes ``report`` and exits.
+on SIGTERM it stops every client (a last ack each), writes ``report`` and exits. Each client's
+connection log (``sparkwire.client`` at INFO: welcomes, closes, reconnect delays) goes to stderr, the
+process's log in the run's work dir, one line per event with the time and the client's id.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
+import logging
 import os
 import signal
 import socket
@@ -29,6 +33,15 @@ from sparkwire.client import ClientSession, ReceivedEntry, StreamClient, Termina
 
 SLOW_RENDER_S = 0.01
 SLOW_RCVBUF = 4096
+
+# The client whose task logs: set in each client's task, inherited by the tasks it starts.
+CLIENT_ID: contextvars.ContextVar[str] = contextvars.ContextVar("client_id", default="-")
+
+
+class _ClientIdFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.client = CLIENT_ID.get()
+        return True
 
 
 def digest(data: object) -> int:
@@ -111,6 +124,7 @@ class Tracked:
 
     async def live(self, t0: float) -> None:
         """Run, leave and come back as planned, until cancelled by ``stop`` (then the last loop ends)."""
+        CLIENT_ID.set(str(self.plan["id"]))
         client = self.client
         for leave, back in self.plan["absences"]:
             await self._run_until(client, t0 + leave)
@@ -169,6 +183,11 @@ async def main_async(plan: dict[str, Any]) -> None:
 
 def main() -> None:
     plan = json.loads(Path(sys.argv[1]).read_text())
+    handler = logging.StreamHandler()
+    handler.addFilter(_ClientIdFilter())
+    handler.setFormatter(logging.Formatter("%(created).3f client %(client)s: %(message)s"))
+    logging.getLogger("sparkwire.client").addHandler(handler)
+    logging.getLogger("sparkwire.client").setLevel(logging.INFO)
     asyncio.run(main_async(plan))
 
 

@@ -85,7 +85,8 @@ class Monitor:
         head = self.head()
         self.seqs = self.client_seqs()
         present = [seq for seq in self.seqs.values() if seq >= 0]
-        sample = Sample(time.time(), head, min(present) if present else -1)
+        sample = Sample(time.time(), head, min(present) if present else -1,
+                        {k: v for k, v in self.seqs.items() if v >= 0})
         self.samples.append(sample)
         return sample
 

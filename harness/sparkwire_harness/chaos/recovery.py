@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -21,22 +21,35 @@ class Sample:
     """The log's last seq (-1: Redis did not answer)."""
     slowest: int
     """The lowest last seq over the clients present (-1: none reported)."""
+    seqs: Mapping[str, int] = field(default_factory=dict)
+    """Each present client's last seq, by id: who the slowest were."""
 
 
-def recovery_time(samples: Sequence[Sample], ended_at: float) -> float | None:
-    """Seconds from ``ended_at`` until every client held the first commit after it; None if never."""
+@dataclass(frozen=True)
+class Recovery:
+    seconds: float | None
+    """From the fault's end until every client held the first commit after it; None if never."""
+    last: tuple[str, ...] = ()
+    """The clients that held it last: below it in the sample before (all of them if never)."""
+
+
+def recovery(samples: Sequence[Sample], ended_at: float) -> Recovery:
+    """How long after ``ended_at`` every client held the first commit after it, and who came last."""
     head_at_end = next((s.head for s in samples if s.t >= ended_at and s.head >= 0), None)
     if head_at_end is None:
-        return None
-    target = None
+        return Recovery(None)
+    target, previous = None, None
     for sample in samples:
         if sample.t < ended_at:
             continue
         if target is None and sample.head > head_at_end:
             target = sample.head
         if target is not None and sample.slowest >= target:
-            return max(0.0, sample.t - ended_at)
-    return None
+            behind: Mapping[str, int] = previous.seqs if previous is not None else {}
+            return Recovery(max(0.0, sample.t - ended_at), tuple(sorted(k for k, v in behind.items() if v < target)))
+        previous = sample
+    last: Mapping[str, int] = previous.seqs if previous is not None and target is not None else {}
+    return Recovery(None, tuple(sorted(k for k, v in last.items() if target is not None and v < target)))
 
 
 def percentile(values: Sequence[float], fraction: float) -> float:

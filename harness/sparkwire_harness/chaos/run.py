@@ -35,7 +35,7 @@ from sparkwire_harness.chaos.pipeline import (
     producer,
     wait_exit,
 )
-from sparkwire_harness.chaos.recovery import recovery_time, summarize
+from sparkwire_harness.chaos.recovery import recovery, summarize
 from sparkwire_harness.chaos.schedule import CATEGORY, EDGES, Schedule, build_schedule
 from sparkwire_harness.chaos.topology import STREAM, TOPOLOGIES, Topology, start_topology
 from sparkwire_harness.chaos.verifier import first_problem, verdict_line, verify
@@ -206,9 +206,12 @@ def run(args: argparse.Namespace) -> int:
         orders_check = orders.check()
         times: dict[str, list[float | None]] = defaultdict(list)
         for result in sorted(applied, key=lambda a: a.fault.index):
-            seconds = recovery_time(monitor.samples, result.ended_at)
+            measured = recovery(monitor.samples, result.ended_at)
+            seconds = measured.seconds
             times[CATEGORY[result.fault.kind]].append(seconds)
-            _say(f"recovered {'never' if seconds is None else f'{seconds:5.1f}s'} after {result.fault.describe()}")
+            took = "never" if seconds is None else f"{seconds:5.1f}s"
+            laggards = ", ".join(measured.last[:4]) + (" ..." if len(measured.last) > 4 else "")
+            _say(f"recovered {took} after {result.fault.describe()}" + (f"; last: {laggards}" if laggards else ""))
         for line in counters.lines:
             _say(line)
         failed = [a for a in applied if a.error]

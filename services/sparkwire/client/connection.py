@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import random
 import socket
 import time
@@ -30,6 +31,9 @@ from sparkwire.protocol.close_codes import CloseCode, close_reason
 from sparkwire.protocol.items import StateItem
 from sparkwire.protocol.positions import Cursor
 from sparkwire.protocol.server_frames import ReceivedEntry
+
+# Each connection's end and the delay before the next one, at INFO: why a client was away, and for how long.
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -207,8 +211,11 @@ class StreamClient:
                 error_frame = self.session.last_error
                 full = error_frame is not None and error_frame.code == ended.code
                 self._terminal = TerminalClose(ended.code, error_frame.reason if error_frame and full else ended.reason)
+                logger.warning("connection ended for good: %s", self._terminal)
                 raise self._terminal
             attempt, delay = step.attempt, step.delay_s
+            logger.info("connection ended: %s %s (welcomed: %s); reconnecting in %.2f s, attempt %d",
+                        ended.code, ended.reason, ended.welcomed, delay, attempt)
             if ended.code == TOKEN_EXPIRED and self.refresh_token is not None:
                 self.session.token = await self.refresh_token()
 
@@ -236,7 +243,12 @@ class StreamClient:
                         await ws.send(frame)
                     continue
                 last_heard = time.monotonic()
+                welcomed_before = session.welcome is not None
                 reaction = session.handle(message)
+                if not welcomed_before and session.welcome is not None:
+                    welcome = session.welcome
+                    logger.info("welcome: head seq %d, last seq here %d, recovered %s%s", welcome.head_seq,
+                                session.last_seq, welcome.recovered, f" ({welcome.reset})" if welcome.reset else "")
                 for frame in reaction.send:
                     await ws.send(frame)
                 self._progress.set()

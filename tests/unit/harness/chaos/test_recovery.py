@@ -4,24 +4,36 @@ from __future__ import annotations
 
 import math
 
-from sparkwire_harness.chaos.recovery import Sample, percentile, recovery_time, summarize
+from sparkwire_harness.chaos.recovery import Recovery, Sample, percentile, recovery, summarize
 
 
 def test_recovered_when_the_slowest_client_holds_the_first_commit_after_the_fault() -> None:
     samples = [Sample(0, 10, 10), Sample(1, 10, 10), Sample(2, 10, 8), Sample(3, 12, 9), Sample(4, 14, 11),
                Sample(5, 15, 12), Sample(6, 16, 16)]
     # ended at 1.5: head then 10; first commit after it is seq 12 (t=3); the slowest reaches 12 at t=5
-    assert recovery_time(samples, 1.5) == 3.5
+    assert recovery(samples, 1.5).seconds == 3.5
 
 
 def test_a_pipeline_that_commits_nothing_more_never_recovers() -> None:
     samples = [Sample(0, 10, 10), Sample(1, 10, 10), Sample(2, 10, 10)]
-    assert recovery_time(samples, 0.5) is None
+    assert recovery(samples, 0.5).seconds is None
 
 
 def test_samples_while_redis_is_down_do_not_count_as_the_head() -> None:
     samples = [Sample(0, -1, 5), Sample(1, 5, 5), Sample(2, 6, 5), Sample(3, 6, 6)]
-    assert recovery_time(samples, 0) == 3
+    assert recovery(samples, 0).seconds == 3
+
+
+def test_the_clients_that_held_the_first_commit_last_are_named() -> None:
+    def sample(t: float, head: int, seqs: dict[str, int]) -> Sample:
+        return Sample(t, head, min(seqs.values()), seqs)
+
+    samples = [sample(0, 10, {"a": 10, "b": 10, "c": 10}), sample(1, 12, {"a": 12, "b": 11, "c": 10}),
+               sample(2, 12, {"a": 12, "b": 12, "c": 11}), sample(3, 13, {"a": 13, "b": 12, "c": 12})]
+    # the first commit after 0 is seq 12; "c" is the one still below it in the sample before t=3
+    assert recovery(samples, 0) == Recovery(3, ("c",))
+    # never: whoever was below the target at the end
+    assert recovery(samples[:3], 0) == Recovery(None, ("c",))
 
 
 def test_percentiles_are_nearest_rank_and_the_summary_says_what_did_not_recover() -> None:
