@@ -192,6 +192,11 @@ def run(args: argparse.Namespace) -> int:
         _wait(lambda: min(monitor.client_seqs().values(), default=0) >= head, 180, f"every client to reach seq {head}")
         time.sleep(2.0)  # the last acks reach the session hashes
         monitor.stop()
+        # Who was where when: the log's head and each client's seq, once a second (t from the run's t0).
+        with (workdir / "progress.jsonl").open("w") as progress:
+            for sample in monitor.samples:
+                row = {"t": round(sample.t - t0, 2), "head": sample.head, "seqs": sample.seqs}
+                progress.write(json.dumps(row) + "\n")
         try:
             clients = [c for w in workers for c in _collect(w, workdir / f"{w.name}.report.json")["clients"]]
             page_report = _collect(page, workdir / "page.report.json") if page is not None else None

@@ -91,6 +91,7 @@ def start_dead_letters(spark: Any, args: argparse.Namespace) -> Any:
     from pyspark.sql import functions as F
 
     from sparkwire.aggregator import pipeline
+    from sparkwire.spark.checkpoint import replan_unrunnable_batch
     from sparkwire.spark.progress import DEADLETTER_OBSERVATION, DEADLETTER_QUERY
 
     raw = KafkaSource(args.bootstrap_servers, args.topic, starting_offsets=args.starting_offsets,
@@ -98,12 +99,14 @@ def start_dead_letters(spark: Any, args: argparse.Namespace) -> Any:
     dead_letters = pipeline.dead_letters(pipeline.parse(raw)).observe(
         DEADLETTER_OBSERVATION, F.count(F.lit(1)).alias("malformed")
     )
+    checkpoint = f"{args.checkpoint.rstrip('/')}/deadletter"
+    replan_unrunnable_batch(checkpoint, DEADLETTER_QUERY)
     return (
         dead_letters.writeStream.queryName(DEADLETTER_QUERY)
         .format("kafka")
         .option("kafka.bootstrap.servers", args.bootstrap_servers)
         .option("topic", args.dead_letter_topic)
-        .option("checkpointLocation", f"{args.checkpoint.rstrip('/')}/deadletter")
+        .option("checkpointLocation", checkpoint)
         .trigger(processingTime=f"{args.trigger_ms} milliseconds")
         .start()
     )

@@ -17,8 +17,11 @@ in the first batch whose watermark has reached its end); late rows are filtered 
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 
 class CheckpointError(RuntimeError):
@@ -114,3 +117,61 @@ def read_history(checkpoint: str | Path, topic: str) -> QueryHistory:
     commits = _batch_ids(root / "commits")
     return QueryHistory(query, topic, batches, commits[-1] if commits else -1, watermarks)
 
+
+
+def regressed_partitions(previous: list[str], current: list[str]) -> list[str]:
+    """The Kafka partitions whose end offset in ``current`` (a batch's source lines) is below the one in
+    ``previous`` (the batch before it), as ``topic-partition previous→current``; pure.
+
+    Spark plans a batch from each partition's latest offset; a broker that still believes it leads a
+    partition after the controllers fenced it (cut off from them, clients still reaching it) answers with
+    its own high watermark, which can be below what the new leader had already served. Spark writes that
+    plan to the offsets log, then refuses to run it (``failOnDataLoss``: "offset was changed from A to
+    B") — on every restart too, since a restarted query re-runs the logged plan. Source lines that are
+    not Kafka offsets are ignored."""
+    regressed: list[str] = []
+    for before_line, now_line in zip(previous, current, strict=False):
+        before, now = json.loads(before_line), json.loads(now_line)
+        if not isinstance(before, dict) or not isinstance(now, dict):
+            continue
+        for topic, partitions in now.items():
+            earlier = before.get(topic)
+            if not isinstance(partitions, dict) or not isinstance(earlier, dict):
+                continue
+            for partition, offset in partitions.items():
+                was = earlier.get(partition)
+                if isinstance(offset, int) and isinstance(was, int) and 0 <= offset < was:
+                    regressed.append(f"{topic}-{partition} {was}→{offset}")
+    return regressed
+
+
+def drop_unrunnable_batch(checkpoint: str | Path) -> tuple[int, list[str]] | None:
+    """Remove the offsets log's last batch when it was never committed and its plan went back on a Kafka
+    partition (``regressed_partitions``); returns its id and the partitions, or None when there is none.
+
+    Safe: Spark found the regression while planning, before the batch ran, so no output and no state of
+    it exists; started again, the query plans that batch afresh from the partitions' latest offsets. Left
+    in place, the query would fail on it at every restart, however long ago the broker was healed.
+    A checkpoint on a file system this process does not mount (``s3a://``…) is left alone."""
+    root = Path(str(checkpoint).removeprefix("file://"))
+    offsets = root / "offsets"
+    ids = _batch_ids(offsets)
+    if len(ids) < 2 or ids[-1] in _batch_ids(root / "commits"):
+        return None
+    last, before = ids[-1], ids[-2]
+    regressed = regressed_partitions(_lines(offsets / str(before))[1:], _lines(offsets / str(last))[1:])
+    if not regressed:
+        return None
+    (offsets / str(last)).unlink()
+    (offsets / f".{last}.crc").unlink(missing_ok=True)  # a checksummed file system's companion file
+    return last, regressed
+
+
+def replan_unrunnable_batch(checkpoint: str | Path, query: str) -> None:
+    """Before a query starts on ``checkpoint``: ``drop_unrunnable_batch``, said in the log."""
+    dropped = drop_unrunnable_batch(checkpoint)
+    if dropped is not None:
+        batch, partitions = dropped
+        log.warning("batch %d was planned on Kafka offsets below the batch before it (%s): planned again",
+                    batch, ", ".join(partitions), extra={"fields": {
+                        "event": "batch_replanned", "query": query, "batch": batch, "partitions": partitions}})

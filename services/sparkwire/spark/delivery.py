@@ -16,6 +16,7 @@ from sparkwire.redis_url import connect
 from sparkwire.replaylog import ReplayLogWriter
 from sparkwire.replaylog.writer import DEFAULT_CHUNK_SIZE, DEFAULT_REPLICA_TIMEOUT_MS, DEFAULT_RETENTION
 from sparkwire.spark import metrics
+from sparkwire.spark.checkpoint import replan_unrunnable_batch
 from sparkwire.spark.checks import check_deliverable
 from sparkwire.spark.faults import FaultInjector
 from sparkwire.spark.rebuild import HistoryRebuilder
@@ -97,6 +98,7 @@ def prepare_sink(query: SourceQuery | Any, spec: StreamSpec, target: Target, *, 
 
 def start(frame: Any, sink: ReplayLogSink, spec: StreamSpec, target: Target) -> Any:
     """Start the checked query into its sink; returns Spark's ``StreamingQuery``."""
+    replan_unrunnable_batch(target.checkpoint, target.query_name or spec.stream)
     writer = frame.writeStream
     if target.query_name:
         writer = writer.queryName(target.query_name)

@@ -155,3 +155,35 @@ def test_driver_killed_at_any_point_restarts_on_its_checkpoint_without_loss_or_d
     assert meta.last_seq == len(expected)
     # The batch killed after its commit ran again on restart and wrote nothing: its chunks were replays.
     assert meta.counters["chunks_replayed"] >= 2
+
+
+def test_a_batch_planned_on_a_stale_kafka_leaders_offsets_is_planned_again_on_restart(pipeline: Pipeline) -> None:
+    """What a Kafka leader cut off from its controllers leaves (the chaos run's kafka-leader partition): a
+    broker still answering as leader reported a high watermark below what the new leader had served, and
+    Spark logged a batch whose end offset on a partition is below the previous batch's end. Spark refuses to
+    run that plan ("offset was changed"), on every restart; the job drops the unrun plan and goes on."""
+    pipeline.produce(EVENTS, duplicate_ratio=0.03, max_disorder_ms=200)
+    expected = pipeline.expected()
+    run = pipeline.start()
+    pipeline.wait_for_seq(len(expected) // 3)
+    run.kill()
+
+    checkpoint = pipeline.workdir / "checkpoint" / "aggregate"
+    planned = sorted(int(p.name) for p in (checkpoint / "offsets").iterdir() if p.name.isdigit())
+    committed = {int(p.name) for p in (checkpoint / "commits").iterdir() if p.name.isdigit()}
+    # The stale plan: the batch after the last committed one, ending below where that one ended.
+    base = planned[-1] if planned[-1] in committed else planned[-2]
+    header, source = (checkpoint / "offsets" / str(base)).read_text().splitlines()[1:3]
+    ends = json.loads(source)
+    ends[pipeline.topic]["0"] -= 10
+    stale = base + 1
+    (checkpoint / "offsets" / str(stale)).write_text(f"v1\n{header}\n{json.dumps(ends)}")
+
+    restarted = pipeline.start()
+    pipeline.wait_for_seq(len(expected))
+    pipeline.wait_until_idle()
+    restarted.stop(timeout=60)
+
+    report = compare(expected, list(pipeline.reader.iter_all()))
+    assert report.ok, report.summary()
+    assert f"batch {stale} was planned on Kafka offsets below the batch before it" in restarted.log_tail(400)
