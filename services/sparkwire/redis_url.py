@@ -216,8 +216,23 @@ def _ask_again(error: ResponseError) -> bool:
     return str(error).startswith(_ASK_THE_SENTINELS_AGAIN)
 
 
+# redis-py (8.1) reconnects a dropped connection inside ``send_packed_command`` with ``connect_check_health``,
+# which dials the address the connection had before: the Sentinel-managed ``connect`` (ask the sentinels for
+# the primary) only runs when the pool hands out a connection. A command resent by the client's Retry goes
+# out on the same connection object, so after a failover — or after ``follow_failover`` dropped it — it went
+# back to the old primary: a chaos run (seed 7) saw every gateway's hub read the cut-off primary's frozen
+# log for 15 s after following the failover, until the sentinels demoted that node. Both classes below
+# reconnect through the sentinels instead.
+
+
 class _FollowingConnection(sync_sentinel.SentinelManagedConnection):
-    """Drops itself on a reply that says the primary cannot serve now (``_ASK_THE_SENTINELS_AGAIN``)."""
+    """Drops itself on a reply that says the primary cannot serve now (``_ASK_THE_SENTINELS_AGAIN``), and
+    reconnects through the sentinels (above)."""
+
+    def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+        if self._sock is None:
+            self.connect()  # type: ignore[no-untyped-call]
+        super().send_packed_command(command, check_health)  # type: ignore[no-untyped-call]
 
     def read_response(self, *args: Any, **kwargs: Any) -> Any:
         try:
@@ -230,6 +245,13 @@ class _FollowingConnection(sync_sentinel.SentinelManagedConnection):
 
 
 class _AsyncFollowingConnection(async_sentinel.SentinelManagedConnection):
+    """The asyncio twin of :class:`_FollowingConnection`."""
+
+    async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+        if not self.is_connected:
+            await self.connect()  # type: ignore[no-untyped-call]
+        await super().send_packed_command(command, check_health)
+
     async def read_response(self, *args: Any, **kwargs: Any) -> Any:
         try:
             return await super().read_response(*args, **kwargs)

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 import redis as redis_lib
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialWithJitterBackoff
 
 from sparkwire.redis_url import ADDRESS_MAP_ENV, connect, connect_async, follow_failover
 from sparkwire_harness.chaos.toxiproxy import Toxiproxy
@@ -133,14 +135,17 @@ def test_a_reader_on_a_cut_off_primary_moves_to_the_new_one_when_it_follows_the_
     """A gateway's case: its hub only reads (a blocking XREAD), so the cut-off primary never refuses it and,
     left alone, it reads the old primary's log until the sentinels demote that node after the heal.
     ``follow_failover`` (the gateway's replication poll calls it) moves it — the blocking read included —
-    to the new primary while the cut lasts; before the failover it changes nothing."""
+    to the new primary while the cut lasts; before the failover it changes nothing. The client is made as the
+    gateway makes it, with a Retry: the dropped blocking read is resent on the same connection, which must
+    dial the new primary, not the address it had (redis-py's own reconnect there did: ``redis_url``)."""
     replicated = _mapped_partitionable(tmp_path, toxiproxy, monkeypatch)
 
     async def run() -> None:
         client = connect_async(replicated.url, max_connections=4, timeout=5, socket_timeout=2.0,
-                               socket_connect_timeout=2.0)
+                               socket_connect_timeout=2.0,
+                               retry=Retry(ExponentialWithJitterBackoff(base=0.05, cap=1.0), retries=3))
         try:
-            await client.xadd("log", {"n": "1"})
+            first = await client.xadd("log", {"n": "1"})
             assert await follow_failover(client) is False  # the same primary: nothing dropped
             old = replicated.primary()
             cut = toxiproxy.add_fault(replicated.link(old), "cut-off", "blackhole", {})
@@ -150,11 +155,13 @@ def test_a_reader_on_a_cut_off_primary_moves_to_the_new_one_when_it_follows_the_
                     direct.xadd("log", {"n": "2"})  # what the writer commits on the new primary
                 # Still on the old primary (the pooled connection is reused): it answers, with the old log.
                 assert await client.xlen("log") == 1
-                blocked = asyncio.create_task(client.xread({"log": "$"}, block=30_000))
+                # The hub's read: after the last entry it has; the old primary has nothing more, so it blocks.
+                blocked = asyncio.create_task(client.xread({"log": first}, block=30_000))
                 await asyncio.sleep(0.2)
                 assert await follow_failover(client) is True
-                with pytest.raises(redis_lib.ConnectionError):
-                    await asyncio.wait_for(blocked, 5)  # the blocking read's connection dropped too
+                # Its connection dropped, the Retry resent it: on the new primary it finds entry 2 at once.
+                [[_, entries]] = await asyncio.wait_for(blocked, 5)
+                assert [fields for _, fields in entries] == [{b"n": b"2"}]
                 assert await client.xlen("log") == 2, "the reader should be on the new primary"
                 assert await follow_failover(client) is False
             finally:
