@@ -1,5 +1,7 @@
 """What Spark's checkpoint of the aggregation query says about its past batches: the Kafka range each
-batch read and the watermark it ran with. The rebuild of a lost log recomputes from exactly that.
+batch read and the watermark it ran with. The rebuild of a lost log recomputes from exactly that; and
+before a query starts, a last batch planned on offsets Spark would refuse to run is dropped
+(``drop_unrunnable_batch``).
 
 Spark 4.0's files, as the tests' real checkpoints hold them (the query's ``checkpointLocation``):
 
