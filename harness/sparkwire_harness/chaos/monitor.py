@@ -43,6 +43,11 @@ def _follow_failover(client: redis_lib.Redis) -> None:
             pool.disconnect()
 
 
+def client_id(process: str, key: object) -> str:
+    """How a run names a client: its process and its id there (``clients-slow:56``, ``page:page``)."""
+    return f"{process}:{key}"
+
+
 def metric_sum(samples: dict[str, float], name: str) -> float:
     """Every sample of ``name`` summed over its label sets."""
     return sum(v for k, v in samples.items() if k == name or k.startswith(name + "{"))
@@ -78,7 +83,8 @@ class Monitor:
                 status = json.loads(path.read_text())
             except (OSError, ValueError):
                 continue
-            seqs.update({f"{path.stem}:{key}": int(value) for key, value in status["seqs"].items()})
+            process = path.name.removesuffix(".status.json")
+            seqs.update({client_id(process, key): int(value) for key, value in status["seqs"].items()})
         return seqs
 
     def sample(self) -> Sample:

@@ -4,13 +4,16 @@ A fault has recovered when every client holds the first result the log committed
 ended: the pipeline delivers again (a new commit) and the slowest client has it. Measured from the
 fault's end — the kill, or the heal of a lasting fault — so a restart's own time counts as recovery.
 Faults overlap in a chaos run: each is measured on its own, and a fault whose recovery another fault
-delays gets the longer time, which is what a user would have seen.
+delays gets the longer time, which is what a user would have seen. Two times per fault: until *every*
+client holds that commit, and until every client not under a fault of its own path then (its edge link
+cut or slowed, its process frozen) holds it: a client whose own link is blackholed sees nothing whatever
+the pipeline does, and that is the link fault's recovery, measured on its own line.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 
@@ -25,31 +28,71 @@ class Sample:
     """Each present client's last seq, by id: who the slowest were."""
 
 
+Window = tuple[float, float]
+"""(start, end) in the samples' clock."""
+
+
 @dataclass(frozen=True)
 class Recovery:
     seconds: float | None
-    """From the fault's end until every client held the first commit after it; None if never."""
+    """From the fault's end until every client not under a fault of its own held the first commit after
+    it; None if never."""
     last: tuple[str, ...] = ()
-    """The clients that held it last: below it in the sample before (all of them if never)."""
+    """The counted clients that held it last: below it in the sample before (all of them if never)."""
+    every_client: float | None = None
+    """The same, counting every client, those under a fault of their own too."""
+    excused: tuple[str, ...] = ()
+    """The clients left out: below the commit while a fault of their own path was on."""
 
 
-def recovery(samples: Sequence[Sample], ended_at: float) -> Recovery:
-    """How long after ``ended_at`` every client held the first commit after it, and who came last."""
+def own_fault_windows(paths: Mapping[str, Collection[str]],
+                      faults: Sequence[tuple[str, float, float]]) -> dict[str, list[Window]]:
+    """Client id -> the windows of the faults on its own path. ``paths``: client id -> the fault targets
+    on its path (its edge link, its process); ``faults``: (target, start, end) of each applied fault."""
+    return {client: [(start, end) for target, start, end in faults if target in targets]
+            for client, targets in paths.items()}
+
+
+def _overlaps(windows: Sequence[Window], start: float, end: float) -> bool:
+    return any(w_start <= end and w_end >= start for w_start, w_end in windows)
+
+
+def recovery(samples: Sequence[Sample], ended_at: float,
+             own_faults: Mapping[str, Sequence[Window]] | None = None) -> Recovery:
+    """How long after ``ended_at`` the clients held the first commit after it, and who came last.
+    ``own_faults``: client id -> windows of faults on its own path; a client below the commit while one
+    overlapped the wait is left out of ``seconds`` (never of ``every_client``)."""
+    own = own_faults or {}
     head_at_end = next((s.head for s in samples if s.t >= ended_at and s.head >= 0), None)
     if head_at_end is None:
         return Recovery(None)
-    target, previous = None, None
+    target: int | None = None
+    previous: Sample | None = None
+    seconds: float | None = None
+    last: tuple[str, ...] = ()
+    excused: set[str] = set()
     for sample in samples:
         if sample.t < ended_at:
             continue
         if target is None and sample.head > head_at_end:
             target = sample.head
-        if target is not None and sample.slowest >= target:
-            behind: Mapping[str, int] = previous.seqs if previous is not None else {}
-            return Recovery(max(0.0, sample.t - ended_at), tuple(sorted(k for k, v in behind.items() if v < target)))
+        if target is None:
+            previous = sample
+            continue
+        behind = {k for k, v in sample.seqs.items() if v < target}
+        excused |= {k for k in behind if _overlaps(own.get(k, ()), ended_at, sample.t)}
+        counted_done = not (behind - excused) if sample.seqs else sample.slowest >= target
+        if seconds is None and counted_done:
+            seconds = max(0.0, sample.t - ended_at)
+            before: Mapping[str, int] = previous.seqs if previous is not None else {}
+            last = tuple(sorted(k for k, v in before.items() if v < target and k not in excused))
+        if sample.slowest >= target:
+            return Recovery(seconds, last, max(0.0, sample.t - ended_at), tuple(sorted(excused)))
         previous = sample
-    last: Mapping[str, int] = previous.seqs if previous is not None and target is not None else {}
-    return Recovery(None, tuple(sorted(k for k, v in last.items() if target is not None and v < target)))
+    if seconds is None:
+        final: Mapping[str, int] = previous.seqs if previous is not None and target is not None else {}
+        last = tuple(sorted(k for k, v in final.items() if target is not None and v < target and k not in excused))
+    return Recovery(seconds, last, None, tuple(sorted(excused)))
 
 
 def percentile(values: Sequence[float], fraction: float) -> float:

@@ -23,7 +23,7 @@ from sparkwire.gateway.auth import issue_token
 from sparkwire.replaylog import ReplayLogReader
 from sparkwire_harness.chaos import faults as fault_kinds
 from sparkwire_harness.chaos.counters import cross_check
-from sparkwire_harness.chaos.monitor import Monitor
+from sparkwire_harness.chaos.monitor import Monitor, client_id
 from sparkwire_harness.chaos.orders import OrdersSide, SupervisedOrders
 from sparkwire_harness.chaos.pipeline import (
     DELAY_MS,
@@ -35,7 +35,7 @@ from sparkwire_harness.chaos.pipeline import (
     producer,
     wait_exit,
 )
-from sparkwire_harness.chaos.recovery import recovery, summarize
+from sparkwire_harness.chaos.recovery import Recovery, own_fault_windows, recovery, summarize
 from sparkwire_harness.chaos.schedule import CATEGORY, EDGES, Schedule, build_schedule
 from sparkwire_harness.chaos.topology import STREAM, TOPOLOGIES, Topology, start_topology
 from sparkwire_harness.chaos.verifier import first_problem, verdict_line, verify
@@ -46,6 +46,8 @@ from sparkwire_harness.stack import ManagedProcess, cache_dir
 GATEWAY_ARGS = ["--ping-interval-ms", "5000", "--pong-timeout-ms", "15000", "--log-level", "WARNING"]
 SILENCE_S = 15.0
 LEAD_S = 25.0  # from starting the clients to the fault window: Spark and 200 clients come up meanwhile
+ClientPaths = dict[str, set[str]]
+"""Client id -> the fault targets on its path (its edge link, its process)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -65,17 +67,38 @@ def _say(text: str) -> None:
     print(f"[chaos] {text}", flush=True)
 
 
+def _took(seconds: float | None) -> str:
+    return "never" if seconds is None else f"{seconds:5.1f}s"
+
+
+def _who(measured: Recovery) -> str:
+    """The clients that came last, and those left out with the time counting them."""
+    text = ""
+    if measured.last:
+        text += "; last: " + ", ".join(measured.last[:4]) + (" ..." if len(measured.last) > 4 else "")
+    if measured.excused:
+        text += (f"; every client {_took(measured.every_client).strip()} (left out, under a fault of their own: "
+                 + ", ".join(measured.excused[:4]) + (" ..." if len(measured.excused) > 4 else "") + ")")
+    return text
+
+
 def _start_clients(topology: Topology, schedule: Schedule, secret: str, t0: float, processes: int,
-                   browser: bool) -> tuple[list[ManagedProcess], ManagedProcess | None, list[Path]]:
+                   browser: bool) -> tuple[list[ManagedProcess], ManagedProcess | None, list[Path], ClientPaths]:
+    """The client processes, the page, their status files, and each client's path: client id -> the fault
+    targets it goes through (its edge link; the slow clients' process, which consumer-freeze stops)."""
     workdir = topology.workdir
     ttl = int(schedule.window_s) + 3600
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    paths: ClientPaths = {}
     regular = [c for c in schedule.clients if c.kind != "slow"]
     for index, plan in enumerate(regular):
-        groups[f"clients-{index % max(1, processes)}"].append(_client_plan(topology, plan, secret, ttl))
-    slow = [_client_plan(topology, p, secret, ttl) for p in schedule.clients if p.kind == "slow"]
+        name = f"clients-{index % max(1, processes)}"
+        groups[name].append(_client_plan(topology, plan, secret, ttl))
+        paths[client_id(name, plan.id)] = {plan.edge}
+    slow = [p for p in schedule.clients if p.kind == "slow"]
     if slow:
-        groups["clients-slow"] = slow
+        groups["clients-slow"] = [_client_plan(topology, p, secret, ttl) for p in slow]
+        paths.update({client_id("clients-slow", p.id): {p.edge, "slow-clients"} for p in slow})
     workers, status_files = [], []
     for name, clients in groups.items():
         plan_path = workdir / f"{name}.plan.json"
@@ -100,7 +123,8 @@ def _start_clients(topology: Topology, schedule: Schedule, secret: str, t0: floa
                               workdir)
         page.start()
         status_files.append(workdir / "page.status.json")
-    return workers, page, status_files
+        paths[client_id("page", "page")] = {"edge-0"}  # its reloads: away (seq -1) on its own
+    return workers, page, status_files, paths
 
 
 def _client_plan(topology: Topology, plan: Any, secret: str, ttl: int) -> dict[str, Any]:
@@ -145,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
         aggregator.start()
         orders.driver.start()
         t0 = time.time() + LEAD_S
-        workers, page, status_files = _start_clients(topology, schedule, secret, t0, args.client_processes,
+        workers, page, status_files, paths = _start_clients(topology, schedule, secret, t0, args.client_processes,
                                                      not args.no_browser)
         orders.start_clients(secret, int(schedule.window_s) + 3600, [f"edge-{i}" for i in range(EDGES)])
         slow = next((w for w in workers if w.name == "clients-slow"), None)
@@ -210,13 +234,15 @@ def run(args: argparse.Namespace) -> int:
         verdict = verify(expected, entries, clients, page_report, counters.problems)
         orders_check = orders.check()
         times: dict[str, list[float | None]] = defaultdict(list)
+        every: dict[str, list[float | None]] = defaultdict(list)
         for result in sorted(applied, key=lambda a: a.fault.index):
-            measured = recovery(monitor.samples, result.ended_at)
-            seconds = measured.seconds
-            times[CATEGORY[result.fault.kind]].append(seconds)
-            took = "never" if seconds is None else f"{seconds:5.1f}s"
-            laggards = ", ".join(measured.last[:4]) + (" ..." if len(measured.last) > 4 else "")
-            _say(f"recovered {took} after {result.fault.describe()}" + (f"; last: {laggards}" if laggards else ""))
+            # every other fault that was applied; a fault's own clients are not excused from its own recovery
+            others = [(a.fault.target, a.injected_at, a.ended_at) for a in applied if a is not result and not a.error]
+            own = own_fault_windows(paths, others)
+            measured = recovery(monitor.samples, result.ended_at, own)
+            times[CATEGORY[result.fault.kind]].append(measured.seconds)
+            every[CATEGORY[result.fault.kind]].append(measured.every_client)
+            _say(f"recovered {_took(measured.seconds)} after {result.fault.describe()}" + _who(measured))
         for line in counters.lines:
             _say(line)
         failed = [a for a in applied if a.error]
@@ -224,8 +250,12 @@ def run(args: argparse.Namespace) -> int:
             _say(f"fault #{result.fault.index} could not be applied: {result.error}")
         _say(f"aggregator exits: {len(aggregator.exits)} ({sorted(set(aggregator.exits))}); clients resent after a "
              f"session-only resume: {verdict.resent_after_session_resume}")
-        _say("recovery (until every client holds the first result committed after the fault ended):")
+        _say("recovery (until every client not under a fault of its own path holds the first result committed "
+             "after the fault ended):")
         for line in summarize(times):
+            print(line, flush=True)
+        _say("recovery, every client (those under a fault of their own too):")
+        for line in summarize(every):
             print(line, flush=True)
         for problem in verdict.problems[:10]:
             _say(f"problem: {problem.who} seq {problem.seq}: {problem.what}")
