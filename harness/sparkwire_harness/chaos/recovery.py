@@ -6,7 +6,7 @@ fault's end — the kill, or the heal of a lasting fault — so a restart's own 
 Faults overlap in a chaos run: each is measured on its own, and a fault whose recovery another fault
 delays gets the longer time, which is what a user would have seen. Two times per fault: until *every*
 client holds that commit, and until every client not under a fault of its own path then (its edge link
-cut or slowed, its process frozen) holds it: a client whose own link is blackholed sees nothing whatever
+cut or throttled, its process frozen) holds it: a client whose own link is blackholed sees nothing whatever
 the pipeline does, and that is the link fault's recovery, measured on its own line.
 """
 

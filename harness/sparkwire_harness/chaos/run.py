@@ -236,8 +236,10 @@ def run(args: argparse.Namespace) -> int:
         times: dict[str, list[float | None]] = defaultdict(list)
         every: dict[str, list[float | None]] = defaultdict(list)
         for result in sorted(applied, key=lambda a: a.fault.index):
-            # every other fault that was applied; a fault's own clients are not excused from its own recovery
-            others = [(a.fault.target, a.injected_at, a.ended_at) for a in applied if a is not result and not a.error]
+            # every other fault that stops or throttles delivery (added latency does not: a client behind it
+            # still counts); a fault's own clients are not excused from its own recovery
+            others = [(a.fault.target, a.injected_at, a.ended_at) for a in applied
+                      if a is not result and not a.error and a.fault.toxic != "latency"]
             own = own_fault_windows(paths, others)
             measured = recovery(monitor.samples, result.ended_at, own)
             times[CATEGORY[result.fault.kind]].append(measured.seconds)
