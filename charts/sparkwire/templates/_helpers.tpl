@@ -246,6 +246,8 @@ every render (from the namespace and release), 22 base64url characters (16 bytes
   value: {{ $c.watermarkDelayMs | quote }}
 - name: SPARKWIRE_TRIGGER_MS
   value: {{ $c.triggerMs | quote }}
+- name: SPARKWIRE_DEAD_LETTER_TRIGGER_MS
+  value: {{ $c.deadLetterTriggerMs | quote }}
 - name: SPARKWIRE_SHUFFLE_PARTITIONS
   value: {{ $c.shufflePartitions | quote }}
 # Empty: the master comes from spark-submit (k8s://...), not the command's local[2].

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import math
 from typing import Any
 
 from sparkwire import logs
@@ -48,6 +49,10 @@ def add_arguments(parser: argparse.ArgumentParser, *, java_options: str = QUICK_
     add_option(parser, "--watermark-delay-ms", type=non_negative_int, default=5_000,
                help="how late an event may arrive before its window is closed")
     add_option(parser, "--trigger-ms", type=positive_int, default=1_000, help="micro-batch trigger interval")
+    add_option(parser, "--dead-letter-trigger-ms", type=positive_int, default=10_000,
+               help="trigger interval of the dead-letter query: dead letters wait up to this long, and its "
+                    "batches share the driver's cores with the main query's less often (docs/benchmarks.md); "
+                    "its cap on records per batch is --max-offsets-per-trigger scaled to the same pace")
     add_option(parser, "--metrics-port", type=non_negative_int, default=0,
                help="port of the Prometheus endpoint, 0 for none")
     add_runtime_arguments(parser, java_options=java_options)  # --master, --spark-jars, --shuffle-partitions, ...
@@ -86,6 +91,13 @@ def metrics_job(args: argparse.Namespace) -> Job:
     return Job(query, spec, target)
 
 
+def dead_letter_cap(args: argparse.Namespace) -> int:
+    """The dead-letter query's cap on records per batch: the main query's, scaled by how many of its
+    triggers one dead-letter trigger spans, so both read at the same pace (0: no cap)."""
+    cap, spans = int(args.max_offsets_per_trigger), math.ceil(int(args.dead_letter_trigger_ms) / int(args.trigger_ms))
+    return cap * max(1, spans)
+
+
 def start_dead_letters(spark: Any, args: argparse.Namespace) -> Any:
     """The records that are not events, as they came, to the dead-letter topic (a query of its own)."""
     from pyspark.sql import functions as F
@@ -95,7 +107,7 @@ def start_dead_letters(spark: Any, args: argparse.Namespace) -> Any:
     from sparkwire.spark.progress import DEADLETTER_OBSERVATION, DEADLETTER_QUERY
 
     raw = KafkaSource(args.bootstrap_servers, args.topic, starting_offsets=args.starting_offsets,
-                      max_offsets_per_trigger=args.max_offsets_per_trigger).read_stream(spark)
+                      max_offsets_per_trigger=dead_letter_cap(args)).read_stream(spark)
     dead_letters = pipeline.dead_letters(pipeline.parse(raw)).observe(
         DEADLETTER_OBSERVATION, F.count(F.lit(1)).alias("malformed")
     )
@@ -107,7 +119,7 @@ def start_dead_letters(spark: Any, args: argparse.Namespace) -> Any:
         .option("kafka.bootstrap.servers", args.bootstrap_servers)
         .option("topic", args.dead_letter_topic)
         .option("checkpointLocation", checkpoint)
-        .trigger(processingTime=f"{args.trigger_ms} milliseconds")
+        .trigger(processingTime=f"{args.dead_letter_trigger_ms} milliseconds")
         .start()
     )
 
