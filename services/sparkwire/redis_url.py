@@ -39,7 +39,7 @@ import redis.sentinel as sync_sentinel
 from redis.backoff import NoBackoff
 from redis.exceptions import ResponseError
 
-__all__ = ["ADDRESS_MAP_ENV", "SentinelAddress", "connect", "connect_async", "follow_failover", "is_sentinel_url",
+__all__ = ["ADDRESS_MAP_ENV", "FailoverFollower", "SentinelAddress", "connect", "connect_async", "is_sentinel_url",
            "parse_address_map", "parse_sentinel_url"]
 
 SENTINEL_SCHEME = "redis+sentinel"
@@ -219,7 +219,7 @@ def _ask_again(error: ResponseError) -> bool:
 # redis-py (8.1) reconnects a dropped connection inside ``send_packed_command`` with ``connect_check_health``,
 # which dials the address the connection had before: the Sentinel-managed ``connect`` (ask the sentinels for
 # the primary) only runs when the pool hands out a connection. A command resent by the client's Retry goes
-# out on the same connection object, so after a failover — or after ``follow_failover`` dropped it — it went
+# out on the same connection object, so after a failover — or after ``FailoverFollower`` dropped it — it went
 # back to the old primary: a chaos run (seed 7) saw every gateway's hub read the cut-off primary's frozen
 # log for 15 s after following the failover, until the sentinels demoted that node. Both classes below
 # reconnect through the sentinels instead.
@@ -316,10 +316,10 @@ def connect_async(url: str, *, max_connections: int, address_map: Mapping[Addres
     return client
 
 
-async def follow_failover(client: redis_async.Redis) -> bool:
-    """For a client of :func:`connect_async` on a Sentinel URL: ask the sentinels which node is the primary now,
-    and if it is not the one this client's connections reach, drop every connection, those in use too (a
-    blocking read), so each next command reconnects to the new primary. True when it did.
+class FailoverFollower:
+    """For a client of :func:`connect_async` on a Sentinel URL: :meth:`follow` asks the sentinels which node is
+    the primary now, and if it is not the one they named the last time it asked, drops every connection, those
+    in use too (a blocking read), so each next command reconnects to the new primary.
 
     Why: a primary cut off from its replicas and the sentinels, but still reached by this client, keeps
     answering reads after the sentinels promoted another node — a client only asks them again when one of its
@@ -327,14 +327,26 @@ async def follow_failover(client: redis_async.Redis) -> bool:
     old primary after the cut heals. A chaos run (seed 7) saw the gateways serve the old primary's stale log
     for ~18 s after a 12 s cut while the Spark job already committed on the new one. A writer does not need
     this: the cut-off primary refuses its writes (NOREPLICAS) and :class:`_AsyncFollowingConnection`
-    reconnects. (redis-py's ``get_master_address`` drops only idle connections, and its asyncio pool takes a
-    connection to an old address back when released.) A one-server client: False, nothing asked."""
-    pool = client.connection_pool
-    if not isinstance(pool, async_sentinel.SentinelConnectionPool) or not pool.is_master:
-        return False
-    before = pool.master_address
-    now = await pool.get_master_address()  # type: ignore[no-untyped-call]
-    if before is None or tuple(now) == tuple(before):
-        return False
-    await pool.disconnect(inuse_connections=True)
-    return True
+    reconnects. It compares with the address *it* saw last, not the pool's: any other connection of the pool
+    that reconnects meanwhile asks the sentinels too, and redis-py then records the new address but drops only
+    idle connections — a blocking read in use stayed on the old primary (a later seed-7 run: every client held
+    for 14 s, the hub on the old primary until its demotion). A one-server client: False, nothing asked."""
+
+    def __init__(self, client: redis_async.Redis) -> None:
+        self.client = client
+        self.primary: tuple[str, int] | None = None
+        """The primary the sentinels named at the last :meth:`follow` (before the first: the pool's)."""
+
+    async def follow(self) -> bool:
+        """True when the primary changed since the last call and every connection was dropped."""
+        pool = self.client.connection_pool
+        if not isinstance(pool, async_sentinel.SentinelConnectionPool) or not pool.is_master:
+            return False
+        known = pool.master_address
+        before = self.primary or (tuple(known) if known is not None else None)
+        now = tuple(await pool.get_master_address())  # type: ignore[no-untyped-call]
+        self.primary = (str(now[0]), int(now[1]))
+        if before is None or tuple(before) == now:
+            return False
+        await pool.disconnect(inuse_connections=True)
+        return True

@@ -9,7 +9,7 @@ import redis.asyncio as redis_async
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
 
-from sparkwire.redis_url import connect_async, follow_failover
+from sparkwire.redis_url import FailoverFollower, connect_async
 from sparkwire.replaylog.async_reader import AsyncReplayLogReader
 from sparkwire.replaylog.keys import StreamKeys
 from sparkwire.replaylog.replication import ReplicationStatus, read_replication_async
@@ -22,6 +22,7 @@ class RedisBackend:
     def __init__(self, client: redis_async.Redis) -> None:
         self.client = client
         self._sessions = RedisSessionRecords(client)
+        self._follower = FailoverFollower(client)
 
     @classmethod
     def for_gateway(cls, url: str, *, pool_size: int, streams: int, timeout_s: float = 10.0) -> RedisBackend:
@@ -61,8 +62,8 @@ class RedisBackend:
     async def replication(self) -> ReplicationStatus:
         """The primary's replication status, the sentinels asked first which node that is (a Sentinel URL):
         connections to a node they replaced are dropped, so the hubs' reads move to the new primary within
-        a poll period of the failover instead of after the old one is demoted (``follow_failover``)."""
-        if await follow_failover(self.client):
+        a poll period of the failover instead of after the old one is demoted (``FailoverFollower``)."""
+        if await self._follower.follow():
             log.warning("the sentinels name another primary: connections to the old one dropped",
                         extra={"fields": {"event": "redis_primary_followed"}})
         return await read_replication_async(self.client)

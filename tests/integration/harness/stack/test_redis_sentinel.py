@@ -13,7 +13,7 @@ import redis as redis_lib
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
 
-from sparkwire.redis_url import ADDRESS_MAP_ENV, connect, connect_async, follow_failover
+from sparkwire.redis_url import ADDRESS_MAP_ENV, FailoverFollower, connect, connect_async
 from sparkwire_harness.chaos.toxiproxy import Toxiproxy
 from sparkwire_harness.stack import ReplicatedRedis
 
@@ -134,7 +134,7 @@ def test_a_reader_on_a_cut_off_primary_moves_to_the_new_one_when_it_follows_the_
 ) -> None:
     """A gateway's case: its hub only reads (a blocking XREAD), so the cut-off primary never refuses it and,
     left alone, it reads the old primary's log until the sentinels demote that node after the heal.
-    ``follow_failover`` (the gateway's replication poll calls it) moves it — the blocking read included —
+    ``FailoverFollower`` (the gateway's replication poll) moves it — the blocking read included —
     to the new primary while the cut lasts; before the failover it changes nothing. The client is made as the
     gateway makes it, with a Retry: the dropped blocking read is resent on the same connection, which must
     dial the new primary, not the address it had (redis-py's own reconnect there did: ``redis_url``)."""
@@ -144,9 +144,10 @@ def test_a_reader_on_a_cut_off_primary_moves_to_the_new_one_when_it_follows_the_
         client = connect_async(replicated.url, max_connections=4, timeout=5, socket_timeout=2.0,
                                socket_connect_timeout=2.0,
                                retry=Retry(ExponentialWithJitterBackoff(base=0.05, cap=1.0), retries=3))
+        follower = FailoverFollower(client)
         try:
             first = await client.xadd("log", {"n": "1"})
-            assert await follow_failover(client) is False  # the same primary: nothing dropped
+            assert await follower.follow() is False  # the same primary: nothing dropped
             old = replicated.primary()
             cut = toxiproxy.add_fault(replicated.link(old), "cut-off", "blackhole", {})
             try:
@@ -158,12 +159,54 @@ def test_a_reader_on_a_cut_off_primary_moves_to_the_new_one_when_it_follows_the_
                 # The hub's read: after the last entry it has; the old primary has nothing more, so it blocks.
                 blocked = asyncio.create_task(client.xread({"log": first}, block=30_000))
                 await asyncio.sleep(0.2)
-                assert await follow_failover(client) is True
+                assert await follower.follow() is True
                 # Its connection dropped, the Retry resent it: on the new primary it finds entry 2 at once.
                 [[_, entries]] = await asyncio.wait_for(blocked, 5)
                 assert [fields for _, fields in entries] == [{b"n": b"2"}]
                 assert await client.xlen("log") == 2, "the reader should be on the new primary"
-                assert await follow_failover(client) is False
+                assert await follower.follow() is False
+            finally:
+                toxiproxy.remove(replicated.link(old), cut)
+        finally:
+            await client.aclose()
+
+    try:
+        asyncio.run(run())
+    finally:
+        replicated.stop()
+
+
+def test_a_blocking_read_follows_the_failover_when_another_connection_reconnected_first(
+    tmp_path: Path, toxiproxy: Toxiproxy, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The race a chaos run found: while the hub's blocking read waits on the cut-off primary, another call
+    of the gateway (an ack) needs a second connection, which asks the sentinels and reaches the new primary;
+    redis-py then records the new address in the pool and drops only idle connections. The follower must
+    still drop the blocking read's connection: it compares with the primary it saw, not the pool's."""
+    replicated = _mapped_partitionable(tmp_path, toxiproxy, monkeypatch)
+
+    async def run() -> None:
+        client = connect_async(replicated.url, max_connections=4, timeout=5, socket_timeout=2.0,
+                               socket_connect_timeout=2.0,
+                               retry=Retry(ExponentialWithJitterBackoff(base=0.05, cap=1.0), retries=3))
+        follower = FailoverFollower(client)
+        try:
+            first = await client.xadd("log", {"n": "1"})
+            assert await follower.follow() is False
+            old = replicated.primary()
+            cut = toxiproxy.add_fault(replicated.link(old), "cut-off", "blackhole", {})
+            try:
+                new = await asyncio.to_thread(replicated.wait_for_failover, old, FAILOVER_BOUND_S)
+                with new.client() as direct:
+                    direct.xadd("log", {"n": "2"})
+                blocked = asyncio.create_task(client.xread({"log": first}, block=30_000))
+                await asyncio.sleep(0.2)
+                # A second connection (the first is in use): it dials the sentinels' primary, the new one.
+                assert await client.xlen("log") == 2
+                assert not blocked.done(), "the blocking read should still wait on the old primary"
+                assert await follower.follow() is True
+                [[_, entries]] = await asyncio.wait_for(blocked, 5)
+                assert [fields for _, fields in entries] == [{b"n": b"2"}]
             finally:
                 toxiproxy.remove(replicated.link(old), cut)
         finally:
