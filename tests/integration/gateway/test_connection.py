@@ -7,6 +7,7 @@ import json
 
 import redis as redis_lib
 
+from sparkwire.gateway.handshake import CURSOR_AHEAD_WAIT_S
 from sparkwire.replaylog import ReplayLogReader
 
 from .conftest import Committer, GatewayProcess
@@ -60,7 +61,8 @@ def test_a_cursor_from_another_epoch_or_beyond_the_head_is_reset_by_snapshot(
 
     async def start(cursor: dict[str, object]) -> Received:
         ws = await open_session(gateway.ws(unique_name), {"cursor": cursor})
-        received = await collect(ws, Received(), until_seq=20, timeout=2)
+        # a cursor ahead in the stream's own epoch is first waited for (CURSOR_AHEAD_WAIT_S)
+        received = await collect(ws, Received(), until_seq=20, timeout=CURSOR_AHEAD_WAIT_S + 4)
         await ws.close()
         return received
 
@@ -72,6 +74,28 @@ def test_a_cursor_from_another_epoch_or_beyond_the_head_is_reset_by_snapshot(
     # seq 0 means "applied nothing": a full replay, in any epoch
     fresh = asyncio.run(start({"epoch": "x", "seq": 0}))
     assert fresh.snapshot_seq is None and fresh.seqs == list(range(1, 21))
+
+
+def test_a_cursor_a_little_ahead_of_the_log_is_waited_for_and_resumed_not_snapshotted(
+    gateway: GatewayProcess, committer: Committer, unique_name: str, redis: redis_lib.Redis
+) -> None:
+    """A Redis failover's case: the client read seqs 21-25 through a pod on the new primary, and reconnects to
+    a pod whose log still ends at 20 (it moves a poll later, or the writer publishes those entries again a
+    moment later). A snapshot would skip 21-25 on the client's screen for good; the pod waits for them."""
+    committer.commit(4)  # seqs 1..20
+    epoch = ReplayLogReader(redis, unique_name).meta().epoch
+
+    async def run() -> Received:
+        ws = await open_session(gateway.ws(unique_name), {"cursor": {"epoch": epoch, "seq": 25}})
+        await asyncio.sleep(1.0)
+        await asyncio.to_thread(committer.commit, 2)  # seqs 21..30 reach this pod's log
+        received = await collect(ws, Received(), until_seq=30, timeout=CURSOR_AHEAD_WAIT_S + 4)
+        await ws.close()
+        return received
+
+    received = asyncio.run(run())
+    assert received.welcome is not None and received.welcome["reset"] is None and received.welcome["recovered"]
+    assert received.snapshot_seq is None and received.seqs == list(range(26, 31))
 
 
 def test_bad_frames_get_clear_errors_and_the_pod_keeps_serving(
