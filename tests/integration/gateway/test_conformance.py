@@ -122,7 +122,7 @@ class Table:
                     await ws.send(self.frame(item, stream, conversation))
                 except ConnectionClosed:
                     break  # refused at once (a bad origin, an unserved stream): read what it said
-                await self._read(ws, conversation, QUIET_S)
+                await self._read(ws, conversation, case.get("settle_s", QUIET_S))
             if not case["send"]:  # only the hello timeout can end this one
                 await self._read(ws, conversation, 5.0)
             await self._read(ws, conversation, QUIET_S)
@@ -142,7 +142,7 @@ class Table:
         hello_text = hello if isinstance(hello, str) else hello.decode("utf-8", "replace")
         async with sse_connection(self.gateway.http, stream, hello_text,
                                   headers={} if origin == "none" else {"origin": origin}) as (sse, task):
-            await self._quiet(sse, task, QUIET_S)
+            await self._quiet(sse, task, case.get("settle_s", QUIET_S))
             for item in rest:
                 if task.done():
                     break
