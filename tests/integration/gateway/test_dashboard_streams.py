@@ -251,6 +251,8 @@ def test_the_generic_page_draws_the_latest_revision_of_each_window_once_and_stil
         page.screenshot(path=str(screenshot), full_page=True)
         if os.environ.get("SPARKWIRE_UPDATE_DOCS_IMAGES") == "1":
             shutil.copyfile(screenshot, DOCS_IMAGE)
+        # Both streams have descriptors: nothing failed to load (the favicon, unset, was a 404 in every console).
+        assert [line for line in console if line.startswith(("[error]", "[pageerror]"))] == []
 
         # A reload whose saved cursor is stale: the gateway replays older revisions after newer ones; the
         # page keeps the newer (stale), and takes the repeats of the newest in place (replaced).
