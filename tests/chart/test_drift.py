@@ -107,7 +107,7 @@ def test_every_option_is_set_by_the_chart_or_deliberately_left_alone(command: st
     assert stale <= {spec.flag for spec in _specs(command).values()}, "CHART_CHOICES/NOT_SET name a gone flag"
 
 
-def _parsed_with_env(command: str, env: dict[str, Obj], monkeypatch: pytest.MonkeyPatch) -> argparse.Namespace:
+def _parse_or_fail(command: str, env: dict[str, Obj], monkeypatch: pytest.MonkeyPatch) -> argparse.Namespace:
     """What the command would run with: its parser reads SPARKWIRE_* when it is built."""
     for name, entry in env.items():
         if "value" in entry:
@@ -123,7 +123,7 @@ def test_chart_defaults_mean_the_code_defaults(command: str, monkeypatch: pytest
     """Parsed by the code's own option types: ring size, send queue, drain seconds, stream, topics,
     window, ... default to the same thing in values.yaml as in the code."""
     env = env_of(CONTAINERS[command](render()))
-    args = _parsed_with_env(command, env, monkeypatch)
+    args = _parse_or_fail(command, env, monkeypatch)
     compared = []
     for spec in _specs(command).values():
         if spec.env not in env or spec.flag in CHART_CHOICES[command]:
@@ -138,11 +138,11 @@ def test_chart_defaults_mean_the_code_defaults(command: str, monkeypatch: pytest
 @pytest.mark.parametrize("values", SCENARIOS)
 @pytest.mark.parametrize("command", ["gateway", "aggregate"])
 def test_every_scenario_parses(command: str, values: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    _parsed_with_env(command, env_of(CONTAINERS[command](render([values] if values else []))), monkeypatch)
+    _parse_or_fail(command, env_of(CONTAINERS[command](render([values] if values else []))), monkeypatch)
 
 
 def test_the_driver_runs_under_spark_submit(monkeypatch: pytest.MonkeyPatch) -> None:
-    args = _parsed_with_env("aggregate", env_of(driver_container(render())), monkeypatch)
+    args = _parse_or_fail("aggregate", env_of(driver_container(render())), monkeypatch)
     assert args.master == "" and args.spark_jars == ""
     assert args.metrics_port > 0
     assert args.checkpoint == "/var/lib/sparkwire/checkpoint"

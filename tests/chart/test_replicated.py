@@ -209,14 +209,14 @@ def test_services(objects: list[Obj]) -> None:
 # -- disruption and placement -----------------------------------------------------------------------------
 
 
-def _pdb_selects(objects: list[Obj], name: str) -> None:
+def _assert_pdb_selects(objects: list[Obj], name: str) -> None:
     pdb = find(objects, "PodDisruptionBudget", name)
     assert pdb["spec"]["maxUnavailable"] == 1 and "minAvailable" not in pdb["spec"]
     pods = _statefulset(objects, name)["spec"]["template"]["metadata"]["labels"]
     assert pdb["spec"]["selector"]["matchLabels"].items() <= pods.items()
 
 
-def _preferred_hostname_anti_affinity(objects: list[Obj], name: str) -> None:
+def _assert_preferred_hostname_anti_affinity(objects: list[Obj], name: str) -> None:
     spec = _statefulset(objects, name)["spec"]["template"]["spec"]
     anti = spec["affinity"]["podAntiAffinity"]
     assert "requiredDuringSchedulingIgnoredDuringExecution" not in anti, "preferred: small clusters still schedule"
@@ -228,8 +228,8 @@ def _preferred_hostname_anti_affinity(objects: list[Obj], name: str) -> None:
 
 def test_pdbs_and_anti_affinity(objects: list[Obj]) -> None:
     for name in (REDIS, KAFKA):
-        _pdb_selects(objects, name)
-        _preferred_hostname_anti_affinity(objects, name)
+        _assert_pdb_selects(objects, name)
+        _assert_preferred_hostname_anti_affinity(objects, name)
 
 
 def test_pdb_and_anti_affinity_switches() -> None:

@@ -76,7 +76,7 @@ def helm_template(chart: Path, *, release: str, namespace: str, values_files: Se
     return load_all_yaml(done.stdout)
 
 
-def kubectl_validate(objects: Sequence[Mapping[str, Any]], tmp_path: Path, *, version: str = "1.33") -> None:
+def assert_kubectl_validates(objects: Sequence[Mapping[str, Any]], tmp_path: Path, *, version: str = "1.33") -> None:
     """Validate objects with kubectl-validate (native schemas offline, CRDs from .cache/k8s/crds)."""
     if not KUBECTL_VALIDATE.is_file():
         pytest.skip(f"kubectl-validate not found at {KUBECTL_VALIDATE}: run `bash infra/k8s-tools.sh`")

@@ -18,7 +18,7 @@ from .conftest import (
     OPERATOR_VERSION,
     REPO,
     SKAFFOLD,
-    kubectl_validate,
+    assert_kubectl_validates,
     leaf_paths,
     load_all_yaml,
     load_yaml,
@@ -187,4 +187,4 @@ def test_install_refuses_a_local_chart_of_another_version(tmp_path: Path) -> Non
 
 
 def test_rendered_manifests_pass_kubectl_validate(objects: list[dict[str, Any]], tmp_path: Path) -> None:
-    kubectl_validate(objects, tmp_path)
+    assert_kubectl_validates(objects, tmp_path)

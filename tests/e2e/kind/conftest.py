@@ -876,7 +876,7 @@ def scenario(kube: Kube, redis_link: RedisLink, release: Release, faults: FaultL
     return tracked, production
 
 
-def check(clients: list[Tracked], production: Production, redis_link: RedisLink, release: Release,
+def check_exactly_once(clients: list[Tracked], production: Production, redis_link: RedisLink, release: Release,
           kube: Kube) -> None:
     log = redis_link.log(release.stream)
     assert_log_exactly_once(log, production, release)

@@ -35,7 +35,7 @@ from .conftest import (
     Kube,
     RedisLink,
     Release,
-    check,
+    check_exactly_once,
     kubectl_binary,
     progress,
     scenario,
@@ -123,7 +123,7 @@ def test_a_worker_drained_under_load(kube: Kube, release: Release, redis_link: R
     try:
         clients, production = scenario(kube, redis_link, release, FaultLoop(drain, every=1.0), after=drained,
                                        seconds=60, results_timeout=480, producer_off_node=victim)
-        check(clients, production, redis_link, release, kube)
+        check_exactly_once(clients, production, redis_link, release, kube)
         assert drain.result is not None and "drained" in drain.result.stdout, drain.result
         assert drain.ready_gateways, "the drain ended before the first sample"
         assert min(drain.ready_gateways) >= release.gateway_replicas - GATEWAY_MAX_UNAVAILABLE, (

@@ -26,7 +26,7 @@ from .conftest import (
     RedisLink,
     Release,
     Tools,
-    check,
+    check_exactly_once,
     scenario,
 )
 
@@ -35,7 +35,7 @@ pytestmark = pytest.mark.slow
 
 def test_baseline_without_faults(kube: Kube, redis_link: RedisLink, release: Release) -> None:
     clients, production = scenario(kube, redis_link, release, faults=None)
-    check(clients, production, redis_link, release, kube)
+    check_exactly_once(clients, production, redis_link, release, kube)
 
 
 def test_gateway_pods_deleted_under_load(kube: Kube, redis_link: RedisLink, release: Release) -> None:
@@ -53,7 +53,7 @@ def test_gateway_pods_deleted_under_load(kube: Kube, redis_link: RedisLink, rele
     clients, production = scenario(kube, redis_link, release, faults)
 
     assert faults.count >= 5, kube.events
-    check(clients, production, redis_link, release, kube)
+    check_exactly_once(clients, production, redis_link, release, kube)
     assert sum(c.client.stats().reconnects for c in clients) > 0, "the deletions must have cut connections"
 
 
@@ -70,7 +70,7 @@ def test_rolling_restart_of_the_gateways(kube: Kube, redis_link: RedisLink, rele
     clients, production = scenario(kube, redis_link, release, faults)
 
     assert faults.count >= 1, kube.events
-    check(clients, production, redis_link, release, kube)
+    check_exactly_once(clients, production, redis_link, release, kube)
     assert sum(c.client.stats().closes.get(1001, 0) for c in clients) > 0, "drained pods close with going_away"
 
 
@@ -92,7 +92,7 @@ def test_spark_driver_pod_deleted(kube: Kube, redis_link: RedisLink, release: Re
         after=lambda: kube.note(f"new driver {kube.wait_for_driver(not_uid=old_uid, timeout=240).metadata.name}"))
 
     assert faults.count >= 1, kube.events
-    check(clients, production, redis_link, release, kube)
+    check_exactly_once(clients, production, redis_link, release, kube)
     state = kube.spark_application().get("status", {}).get("applicationState", {}).get("state")
     assert state == "RUNNING", state
 
@@ -112,7 +112,7 @@ def test_redis_pod_deleted(kube: Kube, redis_link: RedisLink, release: Release) 
         after=lambda: kube.wait_ready(REDIS_SELECTOR, 1))
 
     assert faults.count >= 1, kube.events
-    check(clients, production, redis_link, release, kube)
+    check_exactly_once(clients, production, redis_link, release, kube)
 
 
 class StaggeredFaults:
@@ -180,7 +180,7 @@ def test_every_fault_in_one_run(kube: Kube, redis_link: RedisLink, release: Rele
     clients, production = scenario(kube, redis_link, release, faults, after=recovered, results_timeout=420)
 
     assert {"driver", "gateway", "redis"} <= set(staggered.done), kube.events
-    check(clients, production, redis_link, release, kube)
+    check_exactly_once(clients, production, redis_link, release, kube)
     state = kube.spark_application().get("status", {}).get("applicationState", {}).get("state")
     assert state == "RUNNING", state
     assert sum(c.client.stats().reconnects for c in clients) > 0, "the deletions must have cut connections"
@@ -240,5 +240,5 @@ def test_helm_upgrade_under_load(kube: Kube, redis_link: RedisLink, release: Rel
     assert all((p.metadata.annotations or {}).get(UPGRADE_ANNOTATION) == stamp for p in pods_after), (
         {p.metadata.name: p.metadata.annotations for p in pods_after})
     assert not pods_before & {p.metadata.name for p in pods_after}, "every gateway pod must have been replaced"
-    check(clients, production, redis_link, release, kube)
+    check_exactly_once(clients, production, redis_link, release, kube)
     assert sum(c.client.stats().closes.get(1001, 0) for c in clients) > 0, "drained pods close with going_away"

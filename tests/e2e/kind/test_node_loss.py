@@ -36,7 +36,7 @@ from .conftest import (
     RELEASE_SELECTOR,
     Kube,
     Release,
-    check,
+    check_exactly_once,
     progress,
     scenario,
 )
@@ -171,7 +171,7 @@ def test_a_node_with_the_redis_primary_a_gateway_and_the_driver_lost_under_load(
     try:
         clients, production = scenario(kube, link, release, FaultLoop(loss, every=5.0), after=recovered,
                                        seconds=90, results_timeout=480, producer_off_node=victim)
-        check(clients, production, link, release, kube)
+        check_exactly_once(clients, production, link, release, kube)
         events = kube.events
         assert loss.failover_s is not None and loss.new_primary is not None, events
         assert node_of(kube, loss.new_primary) != victim, events

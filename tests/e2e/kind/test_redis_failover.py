@@ -36,7 +36,7 @@ from .conftest import (
     REDIS_SELECTOR,
     Kube,
     Release,
-    check,
+    check_exactly_once,
     progress,
     scenario,
 )
@@ -166,7 +166,7 @@ def test_redis_primary_lost_twice_under_load_with_replicas_and_sentinels(
         faults.uncordon()
 
     events = kube.events
-    check(clients, production, link, release, kube)
+    check_exactly_once(clients, production, link, release, kube)
     assert faults.deleted is not None, events
     assert faults.promoted is not None and faults.promoted != faults.deleted, (
         f"no failover after {faults.deleted} was deleted: the Sentinels name {sentinel_views(kube)}; {events}")

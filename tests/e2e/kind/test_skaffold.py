@@ -31,7 +31,7 @@ from .conftest import (
     Kube,
     RedisLink,
     Tools,
-    check,
+    check_exactly_once,
     http_get,
     progress,
     read_release,
@@ -170,7 +170,7 @@ def test_skaffold_run_deploys_a_release_that_serves_exactly_once(kube: Kube, red
 
     release = read_release(kube)
     clients, production = scenario(kube, redis_link, release, faults=None, seconds=20, clients=5)
-    check(clients, production, redis_link, release, kube)
+    check_exactly_once(clients, production, redis_link, release, kube)
 
 
 @pytest.fixture

@@ -121,7 +121,7 @@ def browser_client(browser: Browser, console: list[str], case: dict[str, Any]) -
                    cursor=cursor, at_once=at_once)
 
 
-def check(outcome: Outcome, case: dict[str, Any], who: str) -> None:
+def check_outcome(outcome: Outcome, case: dict[str, Any], who: str) -> None:
     expect = case["expect"]
     where = f"{who}, {case['id']} ({case['rule']}): {outcome}"
     assert outcome.applied == expect["applied"], where
@@ -138,9 +138,9 @@ def check(outcome: Outcome, case: dict[str, Any], who: str) -> None:
 
 @pytest.mark.parametrize("case_id", list(CLIENT_CASES))
 def test_python_client_case(case_id: str) -> None:
-    check(python_client(CLIENT_CASES[case_id]), CLIENT_CASES[case_id], "python client")
+    check_outcome(python_client(CLIENT_CASES[case_id]), CLIENT_CASES[case_id], "python client")
 
 
 @pytest.mark.parametrize("case_id", list(CLIENT_CASES))
 def test_browser_client_case(browser: Browser, console: list[str], case_id: str) -> None:
-    check(browser_client(browser, console, CLIENT_CASES[case_id]), CLIENT_CASES[case_id], "browser client")
+    check_outcome(browser_client(browser, console, CLIENT_CASES[case_id]), CLIENT_CASES[case_id], "browser client")

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis as redis_lib
@@ -129,15 +130,17 @@ def _mapped_partitionable(tmp_path: Path, toxiproxy: Toxiproxy, monkeypatch: pyt
     return replicated
 
 
-def test_a_reader_on_a_cut_off_primary_moves_to_the_new_one_when_it_follows_the_failover(
-    tmp_path: Path, toxiproxy: Toxiproxy, monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A gateway's case: its hub only reads (a blocking XREAD), so the cut-off primary never refuses it and,
-    left alone, it reads the old primary's log until the sentinels demote that node after the heal.
-    ``FailoverFollower`` (the gateway's replication poll) moves it — the blocking read included —
-    to the new primary while the cut lasts; before the failover it changes nothing. The client is made as the
-    gateway makes it, with a Retry: the dropped blocking read is resent on the same connection, which must
-    dial the new primary, not the address it had (redis-py's own reconnect there did: ``redis_url``)."""
+# What a gateway's hub does after a failover its primary was cut off in: (its client, made as the gateway makes it;
+# the follower; the id of the entry the hub read last).
+AfterFailover = Callable[[Any, FailoverFollower, Any], Awaitable[None]]
+
+
+def _read_through_a_cut_off_primary(tmp_path: Path, toxiproxy: Toxiproxy, monkeypatch: pytest.MonkeyPatch,
+                                    after_failover: AfterFailover) -> None:
+    """Entry 1 written, the primary's replication link cut, the failover awaited and entry 2 written on the new
+    primary (as the writer commits it); then ``after_failover`` runs while the cut lasts. The client has a Retry,
+    as the gateway's: a dropped blocking read is resent on the same connection, which must dial the new primary,
+    not the address it had (redis-py's own reconnect there did: ``redis_url``)."""
     replicated = _mapped_partitionable(tmp_path, toxiproxy, monkeypatch)
 
     async def run() -> None:
@@ -153,18 +156,8 @@ def test_a_reader_on_a_cut_off_primary_moves_to_the_new_one_when_it_follows_the_
             try:
                 new = await asyncio.to_thread(replicated.wait_for_failover, old, FAILOVER_BOUND_S)
                 with new.client() as direct:
-                    direct.xadd("log", {"n": "2"})  # what the writer commits on the new primary
-                # Still on the old primary (the pooled connection is reused): it answers, with the old log.
-                assert await client.xlen("log") == 1
-                # The hub's read: after the last entry it has; the old primary has nothing more, so it blocks.
-                blocked = asyncio.create_task(client.xread({"log": first}, block=30_000))
-                await asyncio.sleep(0.2)
-                assert await follower.follow() is True
-                # Its connection dropped, the Retry resent it: on the new primary it finds entry 2 at once.
-                [[_, entries]] = await asyncio.wait_for(blocked, 5)
-                assert [fields for _, fields in entries] == [{b"n": b"2"}]
-                assert await client.xlen("log") == 2, "the reader should be on the new primary"
-                assert await follower.follow() is False
+                    direct.xadd("log", {"n": "2"})
+                await after_failover(client, follower, first)
             finally:
                 toxiproxy.remove(replicated.link(old), cut)
         finally:
@@ -174,6 +167,29 @@ def test_a_reader_on_a_cut_off_primary_moves_to_the_new_one_when_it_follows_the_
         asyncio.run(run())
     finally:
         replicated.stop()
+
+
+def test_a_reader_on_a_cut_off_primary_moves_to_the_new_one_when_it_follows_the_failover(
+    tmp_path: Path, toxiproxy: Toxiproxy, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A gateway's case: its hub only reads (a blocking XREAD), so the cut-off primary never refuses it and,
+    left alone, it reads the old primary's log until the sentinels demote that node after the heal.
+    ``FailoverFollower`` (the gateway's replication poll) moves it — the blocking read included —
+    to the new primary while the cut lasts; before the failover it changes nothing."""
+    async def after_failover(client: Any, follower: FailoverFollower, first: Any) -> None:
+        # Still on the old primary (the pooled connection is reused): it answers, with the old log.
+        assert await client.xlen("log") == 1
+        # The hub's read: after the last entry it has; the old primary has nothing more, so it blocks.
+        blocked = asyncio.create_task(client.xread({"log": first}, block=30_000))
+        await asyncio.sleep(0.2)
+        assert await follower.follow() is True
+        # Its connection dropped, the Retry resent it: on the new primary it finds entry 2 at once.
+        [[_, entries]] = await asyncio.wait_for(blocked, 5)
+        assert [fields for _, fields in entries] == [{b"n": b"2"}]
+        assert await client.xlen("log") == 2, "the reader should be on the new primary"
+        assert await follower.follow() is False
+
+    _read_through_a_cut_off_primary(tmp_path, toxiproxy, monkeypatch, after_failover)
 
 
 def test_a_blocking_read_follows_the_failover_when_another_connection_reconnected_first(
@@ -183,39 +199,17 @@ def test_a_blocking_read_follows_the_failover_when_another_connection_reconnecte
     of the gateway (an ack) needs a second connection, which asks the sentinels and reaches the new primary;
     redis-py then records the new address in the pool and drops only idle connections. The follower must
     still drop the blocking read's connection: it compares with the primary it saw, not the pool's."""
-    replicated = _mapped_partitionable(tmp_path, toxiproxy, monkeypatch)
+    async def after_failover(client: Any, follower: FailoverFollower, first: Any) -> None:
+        blocked = asyncio.create_task(client.xread({"log": first}, block=30_000))
+        await asyncio.sleep(0.2)
+        # A second connection (the first is in use): it dials the sentinels' primary, the new one.
+        assert await client.xlen("log") == 2
+        assert not blocked.done(), "the blocking read should still wait on the old primary"
+        assert await follower.follow() is True
+        [[_, entries]] = await asyncio.wait_for(blocked, 5)
+        assert [fields for _, fields in entries] == [{b"n": b"2"}]
 
-    async def run() -> None:
-        client = connect_async(replicated.url, max_connections=4, timeout=5, socket_timeout=2.0,
-                               socket_connect_timeout=2.0,
-                               retry=Retry(ExponentialWithJitterBackoff(base=0.05, cap=1.0), retries=3))
-        follower = FailoverFollower(client)
-        try:
-            first = await client.xadd("log", {"n": "1"})
-            assert await follower.follow() is False
-            old = replicated.primary()
-            cut = toxiproxy.add_fault(replicated.link(old), "cut-off", "blackhole", {})
-            try:
-                new = await asyncio.to_thread(replicated.wait_for_failover, old, FAILOVER_BOUND_S)
-                with new.client() as direct:
-                    direct.xadd("log", {"n": "2"})
-                blocked = asyncio.create_task(client.xread({"log": first}, block=30_000))
-                await asyncio.sleep(0.2)
-                # A second connection (the first is in use): it dials the sentinels' primary, the new one.
-                assert await client.xlen("log") == 2
-                assert not blocked.done(), "the blocking read should still wait on the old primary"
-                assert await follower.follow() is True
-                [[_, entries]] = await asyncio.wait_for(blocked, 5)
-                assert [fields for _, fields in entries] == [{b"n": b"2"}]
-            finally:
-                toxiproxy.remove(replicated.link(old), cut)
-        finally:
-            await client.aclose()
-
-    try:
-        asyncio.run(run())
-    finally:
-        replicated.stop()
+    _read_through_a_cut_off_primary(tmp_path, toxiproxy, monkeypatch, after_failover)
 
 
 def test_a_primary_cut_off_from_its_replicas_and_sentinels_is_replaced_and_its_client_follows(
