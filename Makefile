@@ -6,7 +6,7 @@ CACHE := .cache
 # bench/ may be empty (git keeps no empty folders); ruff fails on a missing path.
 LINT_DIRS := $(wildcard services harness tests bench)
 
-.PHONY: setup test lint demo chaos clean kind-up kind-down e2e-kind bench-peers bench-spark bench-recovery
+.PHONY: setup test lint demo chaos clean kind-up kind-down e2e-kind bench-peers bench-spark bench-update bench-recovery
 
 setup:
 	bash infra/setup.sh
@@ -46,3 +46,4 @@ clean:
 bench-peers: ; flock /tmp/sparkwire-heavy.lock $(VENV)/python bench/side_by_side.py $(ARGS)
 bench-recovery: ; flock /tmp/sparkwire-heavy.lock $(VENV)/python bench/driver_recovery.py $(ARGS)
 bench-spark: ; flock /tmp/sparkwire-heavy.lock $(VENV)/python bench/spark_throughput.py $(ARGS)
+bench-update: ; flock /tmp/sparkwire-heavy.lock $(VENV)/python bench/update_latency.py $(ARGS)

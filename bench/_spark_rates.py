@@ -45,15 +45,16 @@ def _documents(log_lines: Iterable[str], event: str) -> Iterable[dict[str, objec
                 yield doc
 
 
-def aggregate_batches(log_lines: Iterable[str]) -> list[Batch]:
+def aggregate_batches(log_lines: Iterable[str], query: str | None = AGGREGATE_QUERY) -> list[Batch]:
     """The aggregate query's micro-batches from the aggregator's JSON log: ``query progress`` lines, with
-    the sink's ``batch committed`` timings of the same batch id."""
+    the sink's ``batch committed`` timings of the same batch id. ``query``: another query's name (None: a
+    query started without one, as the orders example's)."""
     lines = list(log_lines)
     sink = {int(str(doc["batchId"])): (float(str(doc.get("collectMs", 0))), float(str(doc.get("commitMs", 0))))
             for doc in _documents(lines, "sink_commit")}
     batches = []
     for doc in _documents(lines, "query_progress"):
-        if doc.get("name") == AGGREGATE_QUERY:
+        if doc.get("name") == query:
             batch_id = int(str(doc["batchId"]))
             phases = doc.get("phasesMs")
             collect_ms, sink_ms = sink.get(batch_id, (0.0, 0.0))

@@ -1,0 +1,71 @@
+"""When each order first showed on a client, from the produced orders and the revisions the client received
+(``bench/update_latency.py``): pure, so that it has its own tests.
+
+In update mode every micro-batch delivers a new revision of each (window, region) result its orders fall in,
+counting every order up to that batch. On a one-partition topic the job reads the orders in their Kafka order,
+and an orderId counts once, at its first occurrence (``sparkwire.examples.orders.expected``): so the k-th order
+counted in a result is shown by the first revision of that result counting at least k orders. An order is
+shown once any of its (sliding) windows shows it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sparkwire.examples.orders.expected import Order, iso, windows_of
+
+
+@dataclass(frozen=True)
+class Received:
+    """One revision as the client got it: its result (window end as delivered, region), how many orders it
+    counts, when the commit script ran and when the client received it (ms since the epoch)."""
+
+    window_end: str
+    region: str
+    orders: int
+    commit_ms: int
+    received_ms: int
+
+
+@dataclass(frozen=True)
+class Shown:
+    """One order: its event time (the producer's wall clock when it sent it) and the revision that first
+    showed it (None: none did)."""
+
+    ts_ms: int
+    first: Received | None
+
+    @property
+    def event_to_commit_ms(self) -> int | None:
+        return None if self.first is None else self.first.commit_ms - self.ts_ms
+
+    @property
+    def event_to_received_ms(self) -> int | None:
+        return None if self.first is None else self.first.received_ms - self.ts_ms
+
+
+def first_shown(orders: Sequence[Order], received: Sequence[Received], window_ms: int, slide_ms: int) -> list[Shown]:
+    """Per counted order (Kafka order, a repeated orderId once), the revision that first showed it."""
+    if len({order.partition for order in orders}) > 1:
+        raise ValueError("orders from more than one partition: their order in the job is not Kafka order")
+    by_result: dict[tuple[str, str], list[Received]] = defaultdict(list)
+    for revision in sorted(received, key=lambda r: r.received_ms):
+        by_result[(revision.window_end, revision.region)].append(revision)
+    counted: dict[tuple[str, str], int] = defaultdict(int)
+    seen: set[str] = set()
+    shown = []
+    for order in sorted(orders, key=lambda o: o.offset):
+        if order.order_id in seen:
+            continue
+        seen.add(order.order_id)
+        first: Received | None = None
+        for _start, end in windows_of(order.ts_ms, window_ms, slide_ms):
+            result = (iso(end), order.region)
+            counted[result] += 1
+            showing = next((r for r in by_result[result] if r.orders >= counted[result]), None)
+            if showing is not None and (first is None or showing.received_ms < first.received_ms):
+                first = showing
+        shown.append(Shown(order.ts_ms, first))
+    return shown

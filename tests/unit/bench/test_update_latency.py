@@ -1,0 +1,63 @@
+"""bench/_update_latency.py: which received revision first showed each order."""
+
+from __future__ import annotations
+
+import sys
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
+
+from _update_latency import Received, first_shown
+
+from sparkwire.examples.orders.expected import Order, iso
+
+WINDOW_MS, SLIDE_MS = 10_000, 5_000
+
+
+def order(offset: int, order_id: str, region: str, ts_ms: int, partition: int = 0) -> Order:
+    return Order(partition, offset, order_id, region, Decimal("1.00"), ts_ms)
+
+
+def revision(end_ms: int, region: str, orders: int, received_ms: int) -> Received:
+    return Received(iso(end_ms), region, orders, received_ms - 5, received_ms)
+
+
+def test_the_kth_order_of_a_result_is_shown_by_its_first_revision_counting_k() -> None:
+    # Both orders fall in the windows ending at 10 s and 15 s.
+    orders = [order(0, "a", "eu", 6_000), order(1, "b", "eu", 6_500)]
+    received = [revision(10_000, "eu", 1, 7_000), revision(15_000, "eu", 1, 7_000),
+                revision(10_000, "eu", 2, 8_000), revision(15_000, "eu", 2, 8_000)]
+    shown = first_shown(orders, received, WINDOW_MS, SLIDE_MS)
+    assert [s.event_to_received_ms for s in shown] == [1_000, 1_500]
+    assert [s.event_to_commit_ms for s in shown] == [995, 1_495]
+
+
+def test_an_order_is_shown_by_whichever_of_its_windows_came_first() -> None:
+    orders = [order(0, "a", "eu", 6_000)]
+    received = [revision(15_000, "eu", 1, 9_000), revision(10_000, "eu", 1, 7_200)]
+    [shown] = first_shown(orders, received, WINDOW_MS, SLIDE_MS)
+    assert shown.event_to_received_ms == 1_200
+
+
+def test_a_repeated_order_counts_once_and_other_regions_have_their_own_counts() -> None:
+    orders = [order(0, "a", "eu", 6_000), order(1, "a", "eu", 6_000), order(2, "c", "us", 6_100),
+              order(3, "b", "eu", 6_200)]
+    received = [revision(10_000, "eu", 1, 7_000), revision(10_000, "us", 1, 7_000),
+                revision(10_000, "eu", 2, 9_000)]
+    shown = first_shown(orders, received, WINDOW_MS, SLIDE_MS)
+    assert [s.event_to_received_ms for s in shown] == [1_000, 900, 2_800]
+
+
+def test_an_order_no_revision_counted_is_not_shown() -> None:
+    orders = [order(0, "a", "eu", 6_000), order(1, "b", "eu", 6_400)]
+    shown = first_shown(orders, [revision(10_000, "eu", 1, 7_000)], WINDOW_MS, SLIDE_MS)
+    assert [s.first is None for s in shown] == [False, True]
+    assert shown[1].event_to_received_ms is None
+
+
+def test_orders_from_two_partitions_are_refused() -> None:
+    with pytest.raises(ValueError, match="more than one partition"):
+        first_shown([order(0, "a", "eu", 6_000), order(0, "b", "eu", 6_000, partition=1)], [], WINDOW_MS, SLIDE_MS)
