@@ -5,23 +5,25 @@ In update mode every micro-batch delivers a new revision of each (window, region
 counting every order up to that batch. On a one-partition topic the job reads the orders in their Kafka order,
 and an orderId counts once, at its first occurrence (``sparkwire.examples.orders.expected``): so the k-th order
 counted in a result is shown by the first revision of that result counting at least k orders. An order is
-shown once any of its (sliding) windows shows it.
+shown once any of its (sliding) windows shows it. On the page, a revision is shown by the first frame that drew
+its seq or a later one (``drawn_at``).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sparkwire.examples.orders.expected import Order, iso, windows_of
 
 
 @dataclass(frozen=True)
 class Received:
-    """One revision as the client got it: its result (window end as delivered, region), how many orders it
-    counts, when the commit script ran and when the client received it (ms since the epoch)."""
+    """One revision as the client got it: its seq, its result (window end as delivered, region), how many orders
+    it counts, when the commit script ran and when the client received it (ms since the epoch)."""
 
+    seq: int
     window_end: str
     region: str
     orders: int
@@ -68,4 +70,19 @@ def first_shown(orders: Sequence[Order], received: Sequence[Received], window_ms
             if showing is not None and (first is None or showing.received_ms < first.received_ms):
                 first = showing
         shown.append(Shown(order.ts_ms, first))
+    return shown
+
+
+def drawn_at(received: Sequence[Received], frames: Sequence[tuple[int, int]]) -> list[Received]:
+    """``received`` as the page showed them: ``received_ms`` replaced by the time of the first frame whose last
+    drawn seq is at or after the revision's seq (``frames``: (seq, ms), in drawing order); revisions no frame
+    drew are left out."""
+    shown = []
+    frame = 0
+    for revision in sorted(received, key=lambda r: r.seq):
+        while frame < len(frames) and frames[frame][0] < revision.seq:
+            frame += 1
+        if frame == len(frames):
+            break
+        shown.append(replace(revision, received_ms=frames[frame][1]))
     return shown

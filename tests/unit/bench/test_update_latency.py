@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 
-from _update_latency import Received, first_shown
+from _update_latency import Received, drawn_at, first_shown
 
 from sparkwire.examples.orders.expected import Order, iso
 
@@ -21,8 +21,8 @@ def order(offset: int, order_id: str, region: str, ts_ms: int, partition: int = 
     return Order(partition, offset, order_id, region, Decimal("1.00"), ts_ms)
 
 
-def revision(end_ms: int, region: str, orders: int, received_ms: int) -> Received:
-    return Received(iso(end_ms), region, orders, received_ms - 5, received_ms)
+def revision(end_ms: int, region: str, orders: int, received_ms: int, seq: int = 0) -> Received:
+    return Received(seq, iso(end_ms), region, orders, received_ms - 5, received_ms)
 
 
 def test_the_kth_order_of_a_result_is_shown_by_its_first_revision_counting_k() -> None:
@@ -61,3 +61,10 @@ def test_an_order_no_revision_counted_is_not_shown() -> None:
 def test_orders_from_two_partitions_are_refused() -> None:
     with pytest.raises(ValueError, match="more than one partition"):
         first_shown([order(0, "a", "eu", 6_000), order(0, "b", "eu", 6_000, partition=1)], [], WINDOW_MS, SLIDE_MS)
+
+
+def test_a_revision_is_on_the_page_at_the_first_frame_that_drew_its_seq_or_a_later_one() -> None:
+    received = [revision(10_000, "eu", n, 7_000 + n, seq=n) for n in (1, 2, 3, 4)]
+    frames = [(1, 7_020), (3, 7_040), (3, 7_060)]  # seq 2 and 3 came in one frame; seq 4 was never drawn
+    assert [(r.seq, r.received_ms) for r in drawn_at(received, frames)] == [(1, 7_020), (2, 7_040), (3, 7_040)]
+    assert drawn_at(received, []) == []
