@@ -41,6 +41,7 @@ from sparkwire_harness.stack import (
     NginxBalancer,
     RedisServer,
     ReplicatedRedis,
+    exit_on_sigterm,
 )
 from sparkwire_harness.verify import compare, expected_results
 
@@ -125,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
                         "primary SIGKILLed halfway")
     args = parser.parse_args(argv)
     replicated = args.redis == "replicated"
+    exit_on_sigterm()  # a SIGTERM (timeout, kill) stops the whole stack as Ctrl-C does
 
     workdir = cache_dir() / "run" / f"demo-{int(time.time())}"
     workdir.mkdir(parents=True)

@@ -39,7 +39,7 @@ from sparkwire_harness.chaos.recovery import Recovery, own_fault_windows, recove
 from sparkwire_harness.chaos.schedule import CATEGORY, EDGES, Schedule, build_schedule
 from sparkwire_harness.chaos.topology import STREAM, TOPOLOGIES, Topology, start_topology
 from sparkwire_harness.chaos.verifier import first_problem, verdict_line, verify
-from sparkwire_harness.stack import ManagedProcess, cache_dir
+from sparkwire_harness.stack import ManagedProcess, cache_dir, exit_on_sigterm
 
 # Shorter than the defaults (20 s / 30 s), so a hung gateway is found within a short run; the client's
 # silence timeout follows the protocol's rule, ping interval + 10 s.
@@ -152,6 +152,7 @@ def _collect(process: ManagedProcess, report: Path) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
+    exit_on_sigterm()  # a SIGTERM (timeout, kill) stops the whole pipeline as Ctrl-C does
     schedule = build_schedule(args.seed, args.minutes, args.clients, args.topology)
     print(schedule.describe(), flush=True)
     workdir = cache_dir() / "run" / f"chaos-{time.strftime('%Y%m%d-%H%M%S')}-seed{args.seed}"

@@ -12,7 +12,7 @@ from .kafka_cluster import KafkaCluster, KafkaNode
 from .nginx import NginxBalancer as NginxBalancer
 from .paths import SetupMissingError, kafka_libs_dir, spark_connector_jars
 from .ports import free_port
-from .process import ManagedProcess, ProcessDiedError, ReadyTimeoutError
+from .process import ManagedProcess, ProcessDiedError, ReadyTimeoutError, exit_on_sigterm
 from .redis_sentinel import ReplicatedRedis, SentinelServer
 from .redis_server import RedisServer
 
@@ -30,6 +30,7 @@ __all__ = [
     "SentinelServer",
     "SetupMissingError",
     "cache_dir",
+    "exit_on_sigterm",
     "free_port",
     "http_status",
     "kafka_libs_dir",

@@ -156,6 +156,16 @@ class ManagedProcess:
         return f"ManagedProcess({self.name!r}, pid={self.pid}, alive={self.alive})"
 
 
+def exit_on_sigterm() -> None:
+    """Make SIGTERM unwind like an exit (``SystemExit(143)``), so that every ``finally``, context manager and
+    the atexit hook below stop the processes this one started. Without it a SIGTERM (``timeout``, a supervisor,
+    ``kill``) ends the interpreter at once and leaves its whole stack running. Call from the main thread."""
+    def _exit(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, _exit)
+
+
 @atexit.register
 def _kill_leftovers() -> None:
     """Never leave servers behind when the interpreter exits without stopping them."""
