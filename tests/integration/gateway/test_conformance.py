@@ -30,6 +30,9 @@ TABLE = yaml.safe_load((Path(__file__).resolve().parents[3] / "docs" / "protocol
 SERVER_CASES = {case["id"]: case for case in TABLE["server"]}
 ALLOWED_ORIGIN = "https://app.example"
 SUBJECT = "conformance"
+# The server's own pings come later than any case lasts (the longest, cursor-ahead, ~19 s), so none
+# interleaves with the frames a case expects (at the default 20 s one did, on a slow CI run).
+SERVER_PING_INTERVAL_MS = 120_000
 QUIET_S = 0.4  # no frame for this long after the last one sent: the server said all it will say for now
 
 
@@ -156,11 +159,14 @@ class Table:
 
     @staticmethod
     async def _quiet(sse: SseConversation, task: asyncio.Task[None], quiet_s: float) -> None:
-        """Until the response ended or no frame came for ``quiet_s``."""
-        seen = -1
-        while not task.done() and seen != len(sse.frames):
-            seen = len(sse.frames)
-            await asyncio.wait([task], timeout=quiet_s)
+        """Until the response ended or no frame came for ``quiet_s`` since the last one (as ``_read``: a
+        window counted from the last frame, not from the round's start, which could stretch twice as long)."""
+        loop = asyncio.get_running_loop()
+        seen, since = len(sse.frames), loop.time()
+        while not task.done() and loop.time() - since < quiet_s:
+            await asyncio.wait([task], timeout=0.05)
+            if len(sse.frames) != seen:
+                seen, since = len(sse.frames), loop.time()
 
     @staticmethod
     async def _read(ws: ClientConnection, conversation: Conversation, quiet_s: float) -> None:
@@ -199,6 +205,7 @@ def table(redis_server: RedisServer, tmp_path_factory: pytest.TempPathFactory) -
                 spec["entries"])
     gateway = GatewayProcess(tmp_path_factory.mktemp("conformance"), redis_server.url, served,
                              "--allowed-origins", ALLOWED_ORIGIN, "--hello-timeout-ms", "1000",
+                             "--ping-interval-ms", str(SERVER_PING_INTERVAL_MS),
                              auth_secret=SECRET).start()
     try:
         yield Table(redis, gateway)
