@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from itertools import pairwise
+from typing import NamedTuple
 
 from sparkwire.examples.orders.expected import Order, iso, windows_of
 
@@ -39,13 +41,22 @@ class Shown:
     ts_ms: int
     first: Received | None
 
-    @property
-    def event_to_commit_ms(self) -> int | None:
-        return None if self.first is None else self.first.commit_ms - self.ts_ms
 
-    @property
-    def event_to_received_ms(self) -> int | None:
-        return None if self.first is None else self.first.received_ms - self.ts_ms
+class Spans(NamedTuple):
+    """Per order a revision showed (in the orders' order), in ms: sent -> committed, committed -> received
+    (or drawn), sent -> received (or drawn)."""
+
+    to_commit: list[int]
+    commit_to_received: list[int]
+    to_received: list[int]
+
+
+def spans(shown: Sequence[Shown]) -> Spans:
+    """The spans of the orders ``shown``; an order no revision showed has none."""
+    firsts = [(s.ts_ms, s.first) for s in shown if s.first is not None]
+    return Spans([first.commit_ms - ts for ts, first in firsts],
+                 [first.received_ms - first.commit_ms for _, first in firsts],
+                 [first.received_ms - ts for ts, first in firsts])
 
 
 def first_shown(orders: Sequence[Order], received: Sequence[Received], window_ms: int, slide_ms: int) -> list[Shown]:
@@ -76,7 +87,10 @@ def first_shown(orders: Sequence[Order], received: Sequence[Received], window_ms
 def drawn_at(received: Sequence[Received], frames: Sequence[tuple[int, int]]) -> list[Received]:
     """``received`` as the page showed them: ``received_ms`` replaced by the time of the first frame whose last
     drawn seq is at or after the revision's seq (``frames``: (seq, ms), in drawing order); revisions no frame
-    drew are left out."""
+    drew are left out. Seqs compare only within one epoch: a page whose last drawn seq went back (a rebuilt log)
+    is refused, not misread."""
+    if any(later[0] < earlier[0] for earlier, later in pairwise(frames)):
+        raise ValueError("the page's last drawn seq went back: more than one epoch, seqs do not compare")
     shown = []
     frame = 0
     for revision in sorted(received, key=lambda r: r.seq):

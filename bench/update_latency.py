@@ -31,7 +31,7 @@ from typing import NamedTuple
 import redis
 from _common import emit_section, git_revision, machine_info, markers, quantile, reproduce_lines
 from _spark_rates import aggregate_batches
-from _update_latency import Received, Shown, drawn_at, first_shown
+from _update_latency import Received, Shown, drawn_at, first_shown, spans
 from playwright.sync_api import sync_playwright
 
 from sparkwire.client.background import BackgroundClient
@@ -124,21 +124,13 @@ def _row(name: str, values: Sequence[int]) -> str:
     return f"| {name} | {cells} |"
 
 
-def _spans(shown: Sequence[Shown]) -> tuple[list[int], list[int], list[int]]:
-    """Order sent -> committed, committed -> received (or drawn), order sent -> received (or drawn); per order."""
-    firsts = [(s.ts_ms, s.first) for s in shown if s.first is not None]
-    return ([first.commit_ms - ts for ts, first in firsts],
-            [first.received_ms - first.commit_ms for _, first in firsts],
-            [first.received_ms - ts for ts, first in firsts])
-
-
 def render(*, args: argparse.Namespace, date: str, wall: float, revision: str, command: str, measured: Measured) -> str:
     start, end = markers(SECTION)
     info, batch = measured.info, sorted(measured.batch_ms)
     missing = sum(1 for s in measured.shown if s.first is None)
     not_drawn = sum(1 for s in measured.on_page if s.first is None)
-    to_commit, commit_to_client, to_client = _spans(measured.shown)
-    _, commit_to_page, to_page = _spans(measured.on_page)
+    to_commit, commit_to_client, to_client = spans(measured.shown)
+    _, commit_to_page, to_page = spans(measured.on_page)
     p50 = quantile(sorted(to_page), 0.5)
     met = missing == 0 and not_drawn == 0 and p50 <= AIM_MS
     return "\n".join([

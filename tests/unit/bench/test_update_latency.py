@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 
-from _update_latency import Received, drawn_at, first_shown
+from _update_latency import Received, drawn_at, first_shown, spans
 
 from sparkwire.examples.orders.expected import Order, iso
 
@@ -31,15 +31,14 @@ def test_the_kth_order_of_a_result_is_shown_by_its_first_revision_counting_k() -
     received = [revision(10_000, "eu", 1, 7_000), revision(15_000, "eu", 1, 7_000),
                 revision(10_000, "eu", 2, 8_000), revision(15_000, "eu", 2, 8_000)]
     shown = first_shown(orders, received, WINDOW_MS, SLIDE_MS)
-    assert [s.event_to_received_ms for s in shown] == [1_000, 1_500]
-    assert [s.event_to_commit_ms for s in shown] == [995, 1_495]
+    assert spans(shown) == ([995, 1_495], [5, 5], [1_000, 1_500])
 
 
 def test_an_order_is_shown_by_whichever_of_its_windows_came_first() -> None:
     orders = [order(0, "a", "eu", 6_000)]
     received = [revision(15_000, "eu", 1, 9_000), revision(10_000, "eu", 1, 7_200)]
     [shown] = first_shown(orders, received, WINDOW_MS, SLIDE_MS)
-    assert shown.event_to_received_ms == 1_200
+    assert spans([shown]).to_received == [1_200]
 
 
 def test_a_repeated_order_counts_once_and_other_regions_have_their_own_counts() -> None:
@@ -48,14 +47,14 @@ def test_a_repeated_order_counts_once_and_other_regions_have_their_own_counts() 
     received = [revision(10_000, "eu", 1, 7_000), revision(10_000, "us", 1, 7_000),
                 revision(10_000, "eu", 2, 9_000)]
     shown = first_shown(orders, received, WINDOW_MS, SLIDE_MS)
-    assert [s.event_to_received_ms for s in shown] == [1_000, 900, 2_800]
+    assert spans(shown).to_received == [1_000, 900, 2_800]
 
 
 def test_an_order_no_revision_counted_is_not_shown() -> None:
     orders = [order(0, "a", "eu", 6_000), order(1, "b", "eu", 6_400)]
     shown = first_shown(orders, [revision(10_000, "eu", 1, 7_000)], WINDOW_MS, SLIDE_MS)
     assert [s.first is None for s in shown] == [False, True]
-    assert shown[1].event_to_received_ms is None
+    assert spans(shown).to_received == [1_000]
 
 
 def test_orders_from_two_partitions_are_refused() -> None:
@@ -68,3 +67,8 @@ def test_a_revision_is_on_the_page_at_the_first_frame_that_drew_its_seq_or_a_lat
     frames = [(1, 7_020), (3, 7_040), (3, 7_060)]  # seq 2 and 3 came in one frame; seq 4 was never drawn
     assert [(r.seq, r.received_ms) for r in drawn_at(received, frames)] == [(1, 7_020), (2, 7_040), (3, 7_040)]
     assert drawn_at(received, []) == []
+
+
+def test_frames_from_more_than_one_epoch_are_refused() -> None:
+    with pytest.raises(ValueError, match="more than one epoch"):
+        drawn_at([revision(10_000, "eu", 1, 7_000, seq=1)], [(5, 7_100), (2, 7_200)])
