@@ -176,3 +176,13 @@ class Rendered:
     @property
     def close_to_render_ms(self) -> int:
         return self.received_ms - self.window_end_ms
+
+
+def per_window(rendered: Sequence[Rendered]) -> list[tuple[int, int]]:
+    """(window end, close -> render ms) per window, by window end: its slowest result (a window's results are
+    committed in one batch, so they differ by the client's reading only)."""
+    slowest: dict[int, int] = {}
+    for result in rendered:
+        if result.window_end_ms:
+            slowest[result.window_end_ms] = max(slowest.get(result.window_end_ms, 0), result.close_to_render_ms)
+    return sorted(slowest.items())

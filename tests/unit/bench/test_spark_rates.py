@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 
-from _spark_rates import Batch, Rendered, RunSpec, aggregate_batches, highest_sustained, judge
+from _spark_rates import Batch, Rendered, RunSpec, aggregate_batches, highest_sustained, judge, per_window
 
 
 def progress(name: str, batch: int, rows: int, duration: int) -> str:
@@ -86,3 +86,9 @@ def test_a_batch_carries_sparks_phases_and_the_sinks_collect_and_commit() -> Non
     assert batch.phase_ms("addBatch") == 950 and batch.phase_ms("queryPlanning") == 0
     assert (batch.phase_ms("collect"), batch.phase_ms("redis")) == (700.5, 200.0)
     assert judge(10_000, [batch], 1000, warmup=0).phase_ms("walCommit") == 20
+
+
+def test_per_window_takes_each_windows_slowest_result_and_skips_results_without_a_window() -> None:
+    rendered = [Rendered(20_000, 26_400, 26_402), Rendered(10_000, 17_700, 17_743), Rendered(10_000, 17_700, 17_752),
+                Rendered(0, 5_000, 5_001)]
+    assert per_window(rendered) == [(10_000, 7_752), (20_000, 6_402)]
