@@ -11,7 +11,7 @@ from pathlib import Path
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
-from starlette.datastructures import Headers
+from starlette.datastructures import Headers, QueryParams
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
@@ -116,7 +116,8 @@ def create_app(gateway: Gateway) -> ASGIApp:
             metrics.CONNECTIONS.labels(stream=stream).dec()
 
     async def websocket_endpoint(websocket: WebSocket) -> None:
-        stream = websocket.query_params.get("stream", "")
+        # Parsed here, not through ``websocket.query_params``, which keeps its parse for the connection's lifetime.
+        stream = QueryParams(websocket.scope["query_string"]).get("stream", "")
         refused = refusal(_handshake_origin(websocket), stream)
         if refused is not None:
             return await _refuse(websocket, *refused)

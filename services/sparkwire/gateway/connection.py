@@ -20,6 +20,7 @@ from sparkwire.gateway.receiver import Receiver
 from sparkwire.gateway.sender import Sender, Timers
 from sparkwire.gateway.sessions import SessionStore
 from sparkwire.gateway.settings import ConnectionSettings
+from sparkwire.gateway.subscription import Subscription
 from sparkwire.gateway.wire import FrameSocket, Transport
 from sparkwire.protocol.client_frames import ProtocolError
 from sparkwire.protocol.close_codes import CloseCode
@@ -63,33 +64,36 @@ class Connection:
             start = await handshake.start(self.websocket, self.wire, self.hub, self.sessions, self.settings, admission)
             sender = Sender(self.websocket, self.wire, self.hub, subscription, self.settings, timers,
                             admission.grant, start.epoch, start.after)
-            await self._run(sender, Receiver(sender, self.sessions, admission, self.settings.max_client_frame_bytes))
+            receiver = Receiver(sender, self.sessions, admission, self.settings.max_client_frame_bytes)
+            # Send until the subscription ends (awaited here, not in a helper: an idle connection keeps every
+            # coroutine frame it waits in). The sender's task is the connection's only one: the client's
+            # frames are handled as they arrive (the receiver), and the hub writes live batches through
+            # while the sender waits for them (``Sender.write_through``).
+            if self.draining.is_set():  # drained between the accept and the subscribe
+                subscription.end("draining")
+            subscription.write_through = sender.write_through
+            self.wire.listen(receiver.on_message)
+            try:
+                await sender.run()
+            finally:
+                self.wire.listen(None)
+                subscription.write_through = None
         finally:
             self.hub.unsubscribe(subscription)
             # The client may reconnect to another pod at once: its last ack must be there first.
             with contextlib.suppress(*UNAVAILABLE):
                 await self.sessions.flush(only=(admission.session_id, self.hub.stream))
+        raise self._close_for_ending(subscription, receiver)
 
-    async def _run(self, sender: Sender, receiver: Receiver) -> None:
-        """Send until the subscription ends, then raise the ``Close`` its ending maps to. The sender's task
-        is the connection's only one: the client's frames are handled as they arrive (the receiver), and
-        the hub writes live batches through while the sender waits for them (``Sender.write_through``)."""
-        subscription = sender.subscription
-        if self.draining.is_set():  # drained between the accept and the subscribe
-            subscription.end("draining")
-        subscription.write_through = sender.write_through
-        self.wire.listen(receiver.on_message)
-        try:
-            await sender.run()
-        finally:
-            self.wire.listen(None)
-            subscription.write_through = None
+    def _close_for_ending(self, subscription: Subscription, receiver: Receiver) -> BaseException:
+        """What ends the connection once its subscription ended: the ``Close`` its ending maps to, or the
+        receiver's error (a bad frame, the client leaving)."""
         ending = subscription.ended
         if ending == "receiver" and receiver.error is not None:
-            raise receiver.error  # a bad frame, the client leaving
+            return receiver.error
         if ending == "slow_consumer":
             metrics.SLOW_CONSUMER_CLOSES.labels(stream=self.hub.stream).inc()
-        raise Close.for_ending(ending)
+        return Close.for_ending(ending)
 
 
 def _close_for(error: Exception) -> tuple[CloseCode | None, str]:

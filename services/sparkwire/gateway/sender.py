@@ -86,23 +86,19 @@ class Sender:
     async def _live(self) -> list[LiveEntry]:
         """Send live batches as they come; when the live feed skipped a seq, return what is left of it for
         a catch-up from history (nothing, once the subscription ended)."""
-        while (batches := await self._next_batches()) is not None:
+        # The waiting is here, not in a helper: an idle connection keeps every coroutine frame it waits in.
+        subscription = self.subscription
+        while subscription.ended is None:
+            batches = subscription.take()
+            if not batches:  # wait for some, pinging on time meanwhile
+                await subscription.wait(self.timers.seconds_to_next(time.monotonic()))
+                await self._on_time()
+                continue
             for index, batch in enumerate(batches):
                 if not await self._send_live(batch):
                     return [live for later in batches[index:] for live in later
                             if live.entry.seq > self.merger.delivered]
         return []
-
-    async def _next_batches(self) -> list[LiveBatch] | None:
-        """The batches waiting (after waiting for some, pinging on time meanwhile); None once it ended."""
-        subscription = self.subscription
-        while subscription.ended is None:
-            batches = subscription.take()
-            if batches:
-                return batches
-            await subscription.wait(self.timers.seconds_to_next(time.monotonic()))
-            await self._on_time()
-        return None
 
     async def _send_live(self, batch: LiveBatch) -> bool:
         """Send what of ``batch`` is due; False if it skipped a seq (the rest must come from history)."""

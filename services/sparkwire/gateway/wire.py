@@ -264,6 +264,19 @@ class SparkwireWebSocketProtocol(WebSocketsSansIOProtocol):
     """uvicorn's sans-I/O WebSocket protocol with a ``Wire`` in its scope, a lighter queue and flag, and
     the handshake's request and response dropped once accepted."""
 
+    # Every attribute uvicorn's protocol sets (uvicorn is pinned), and ours, as slots: with its ~40 attributes,
+    # past CPython's limit of 30 keys shared between the instances of a class, each connection's protocol kept
+    # a dict of its own, 1.6 KB of an idle connection's ~14 (docs/benchmarks.md); slots are 8 bytes each.
+    # An attribute a later uvicorn adds still works (it goes to the instance dict, and a test says so).
+    __slots__ = (
+        "app", "app_returned", "app_state", "asgi_version", "client", "close_sent", "close_timeout", "close_timer",
+        "config", "conn", "connections", "curr_msg_data_type", "default_headers", "disconnected", "frames",
+        "handshake_complete", "handshake_initiated", "initial_response", "last_ping_rtt", "logger", "loop",
+        "pending_ping_payload", "ping_interval", "ping_sent_at", "ping_timeout", "ping_timer", "pong_timer", "queue",
+        "read_paused", "request", "response", "root_path", "scheme", "scope", "server", "tasks", "transport",
+        "writable",
+    )
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.logger = self.conn.logger = CONNECTION_LOG
