@@ -32,8 +32,9 @@ ORDERS_SPEC = StreamSpec(stream="orders", key="region", mode="update", id_from=(
 
 @pytest.fixture(scope="module")
 def page(browser: Browser) -> Iterator[Page]:
-    """A page with dashboard.js imported as ``window.d``."""
-    context = browser.new_context()
+    """A page with dashboard.js imported as ``window.d``, in a browser whose time zone is Berlin's (UTC+1 in
+    November): the axis labels are the browser's local time."""
+    context = browser.new_context(timezone_id="Europe/Berlin")
     context.route("http://sparkwire.test/static/*", lambda route: route.fulfill(
         path=STATIC / route.request.url.rsplit("/", 1)[1], content_type="text/javascript"))
     context.route("http://sparkwire.test/", lambda route: route.fulfill(content_type="text/html", body="""
@@ -188,3 +189,17 @@ def test_history_load_gives_every_key_a_card_and_the_axis_is_padded(page: Page) 
     assert result["one"] == [-20, 40] and result["two"] == [-15, 45] and result["wide"] == [10, 200]
     assert result["zoom"] == [50, 100] and result["noWindow"] == [-170, 190]
     assert result["windowS"] == 10
+
+
+def test_time_axis_labels_are_one_line_of_local_time(page: Page) -> None:
+    base = 1_795_514_410  # 2026-11-24 10:00:10 UTC, 11:00:10 in Berlin
+    ticks = js(page, "return [arg.s.map((s) => d.timeTicks(s, arg.incr[0])), d.timeTicks(arg.m, 60), "
+                     "d.timeTicks(arg.m, 86400), d.timeTicks(arg.sub, 0.5)];",
+               {"s": [[base + 40, base + 50, base + 60, base + 70], [base + 50, base + 60]], "incr": [10],
+                "m": [base + 50, base + 110], "sub": [base, base + 0.5]})
+    assert ticks == [
+        [["11:00:50", "11:01", ":10", ":20"], ["11:01", ":10"]],
+        ["11:01", "11:02"],
+        ["2026-11-24", "2026-11-24"],
+        ["11:00:10.0", ":10.5"],
+    ]

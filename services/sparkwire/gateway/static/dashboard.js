@@ -183,6 +183,26 @@ export function xRange(xs, min, max, windowS, minWindows = 6) {
   return [first - pad, last + pad];
 }
 
+/**
+ * The x axis's labels, on one line, in the browser's time zone: `HH:MM` where a tick is on a whole minute (and
+ * every tick once they are a minute or more apart), `:SS` between, and the full `HH:MM:SS` on a first tick
+ * that is not on a minute, so the time of day is always on the axis. Ticks a day or more apart show the date.
+ * (uPlot's own time labels add a second line for the date and the hour, which overlapped on a card's width.)
+ * `splits` and `incrS` (the distance between ticks) in seconds, as uPlot's `axes[].values` gets them.
+ */
+export function timeTicks(splits, incrS) {
+  const two = (n) => String(n).padStart(2, "0");
+  return splits.map((s, i) => {
+    const d = new Date(s * 1000);
+    if (incrS >= 86_400) return `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())}`;
+    const hm = `${two(d.getHours())}:${two(d.getMinutes())}`;
+    if (incrS >= 60) return hm;
+    const sec = incrS >= 1 ? two(d.getSeconds()) : `${two(d.getSeconds())}.${Math.floor(d.getMilliseconds() / 100)}`;
+    if (d.getSeconds() === 0 && d.getMilliseconds() === 0) return hm;
+    return i === 0 ? `${hm}:${sec}` : `:${sec}`;
+  });
+}
+
 // -- points -----------------------------------------------------------------------------------------------
 
 /** The payload fields a point keeps for a layout: event time, window, value fields. */
