@@ -1,12 +1,16 @@
 """Which events the aggregator drops as late, decided from the produced order alone (no Spark).
 
-Spark's watermark is not continuous: a micro-batch filters late rows with the watermark of an earlier
-batch (max event time of the batches before it, minus the delay; before any batch it is 0). So an event
+Spark's watermark is not continuous: a micro-batch filters late rows with a watermark computed from the
+batches before it (max event time read, minus the delay; before any batch it is 0; the metrics job's
+single stateful operator uses the batch's own, a query with two uses the previous batch's). So an event
 close to the watermark is late or not depending on where Spark cut the batches, which the oracle cannot
 know. Instead the oracle only decides clear cases and refuses the rest:
 
 * on time: its timestamp is above ``newest - delay`` (``newest``: the largest timestamp produced before
-  it, heartbeats included), so no watermark Spark can have had reaches it;
+  it, heartbeats included), so no watermark Spark can have had reaches it — provided Spark did not read
+  records produced after it first by more than the delay's room: a batch reads every partition to its
+  end, so through a backlog one partition can be read ahead of another, and the caller keeps the
+  producer's disorder plus that skew below the delay;
 * late: its timestamp is at or below ``newest - delay - margin`` and at least ``margin`` of event time
   was produced before it, where ``margin`` bounds how much event time a couple of micro-batches span
   (the caller knows its trigger and batch size), so every watermark Spark can have had by then reaches

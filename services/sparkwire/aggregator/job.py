@@ -10,18 +10,25 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import math
 from typing import Any
 
 from sparkwire import logs
+from sparkwire.aggregator.window_state import WindowStateFiles
 from sparkwire.options import add_option, non_negative_int, positive_int
 from sparkwire.replaylog import Record
-from sparkwire.spark import Job, KafkaSource, SourceQuery, StreamSpec, Target, deliver_job
+from sparkwire.spark import Job, KafkaSource, SourceQuery, StreamSpec, Target
+from sparkwire.spark.delivery import AVAILABLE, start
+from sparkwire.spark.faults import FaultInjector
 from sparkwire.spark.main import add_runtime_arguments, load_job, rebuild, serve, session, stop_on_signals
+from sparkwire.spark.rebuild import HistoryRebuilder
 from sparkwire.spark.records import ResultEncoder
 from sparkwire.spark.session import QUICK_JIT
 
 AGGREGATE_QUERY = "sparkwire-aggregate"
+_NEVER_ENOUGH = 2**62  # minOffsetsPerTrigger without a cap: batches are paced by time alone
+_POLLING_MS = 100
 
 
 def add_arguments(parser: argparse.ArgumentParser, *, java_options: str = QUICK_JIT) -> None:
@@ -48,7 +55,10 @@ def add_arguments(parser: argparse.ArgumentParser, *, java_options: str = QUICK_
     add_option(parser, "--window-ms", type=positive_int, default=10_000, help="tumbling window length")
     add_option(parser, "--watermark-delay-ms", type=non_negative_int, default=5_000,
                help="how late an event may arrive before its window is closed")
-    add_option(parser, "--trigger-ms", type=positive_int, default=1_000, help="micro-batch trigger interval")
+    add_option(parser, "--trigger-ms", type=positive_int, default=500,
+               help="a micro-batch starts once this long has passed since the previous one started (sooner "
+                    "when --max-offsets-per-trigger records are waiting): the Kafka source paces the batches, so "
+                    "they do not line up with window ends (docs/benchmarks.md)")
     add_option(parser, "--dead-letter-trigger-ms", type=positive_int, default=10_000,
                help="trigger interval of the dead-letter query: dead letters wait up to this long, and its "
                     "batches share the driver's cores with the main query's less often (docs/benchmarks.md); "
@@ -73,12 +83,26 @@ def window_record(row: dict[str, Any], stream: str = "metrics") -> Record:
     return ResultEncoder(metrics_spec(stream), WINDOW_SCHEMA).encode([row], revision=0).records[0]
 
 
+def paced(args: argparse.Namespace) -> dict[str, str]:
+    """Kafka source options that start a batch once ``--trigger-ms`` has passed since the last one (or once
+    ``--max-offsets-per-trigger`` records wait), under a 0 ms trigger: a batch's start then follows the
+    previous batch, not the clock's whole seconds, which window ends (and the events closing them) fall on."""
+    cap = int(args.max_offsets_per_trigger)
+    return {"minOffsetsPerTrigger": str(cap or _NEVER_ENOUGH), "maxTriggerDelay": f"{args.trigger_ms}ms"}
+
+
+def _closed_upto(window_ms: int, delay_ms: int, checkpoint: str) -> dict[int, int]:
+    return WindowStateFiles(checkpoint, window_ms, delay_ms).closed_upto()
+
+
 def metrics_job(args: argparse.Namespace) -> Job:
-    """The metrics stream as a :class:`~sparkwire.spark.Job`: this job is one user of ``sparkwire.spark``."""
+    """The metrics stream as a :class:`~sparkwire.spark.Job`. ``query`` is the whole windowed aggregation
+    (``pipeline.window_results``), which the rebuild runs over past input; the live stream runs only its
+    stateful part, the dedup, and its sink closes the windows (:func:`start_metrics`)."""
     from sparkwire.aggregator import pipeline
 
     source = KafkaSource(args.bootstrap_servers, args.topic, starting_offsets=args.starting_offsets,
-                         max_offsets_per_trigger=args.max_offsets_per_trigger)
+                         max_offsets_per_trigger=args.max_offsets_per_trigger, options=paced(args))
     # Without a dead-letter query, the main query counts the malformed records it skips.
     events = functools.partial(pipeline.events, count_malformed=not args.dead_letter_topic)
     query = SourceQuery(source=source, events=events, event_time=pipeline.EVENT_TIME,
@@ -88,7 +112,37 @@ def metrics_job(args: argparse.Namespace) -> Job:
     target = Target(redis_url=args.redis_url, checkpoint=f"{args.checkpoint.rstrip('/')}/aggregate",
                     trigger_ms=args.trigger_ms, retention=args.retention, chunk_size=args.chunk_size,
                     query_name=AGGREGATE_QUERY, replicas=args.redis_replicas)
-    return Job(query, spec, target)
+    return Job(query, spec, target, functools.partial(_closed_upto, args.window_ms, args.watermark_delay_ms))
+
+
+def start_metrics(spark: Any, args: argparse.Namespace, faults: FaultInjector | None = None) -> Any:
+    """Start the metrics stream: Kafka -> events -> watermark -> dedup (Spark's one state) -> the sink, which
+    aggregates each batch and closes windows (``closing_sink.py``)."""
+    from sparkwire.aggregator import pipeline
+    from sparkwire.aggregator.closing_sink import WindowClosingSink
+
+    job = metrics_job(args)
+    query, spec, target = job.query, job.spec, job.target
+    # One stateful operator filters late rows with the batch's own watermark, which is what lets the sink
+    # close a window in the batch that passes it (windows.py). Batches without new input would only move
+    # the dedup's eviction: the next batch with input does that.
+    spark.conf.set("spark.sql.streaming.statefulOperator.allowMultiple", "false")
+    spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "false")
+    # How often the paced source is asked whether a batch is due (Spark's default, 10 ms, asks Kafka for its
+    # latest offsets 100 times a second).
+    spark.conf.set("spark.sql.streaming.pollingDelay", f"{_POLLING_MS}ms")
+    events = query.events(query.source.read_stream(spark))
+    frame = pipeline.deduplicated(events.withWatermark(query.event_time, f"{query.watermark_delay_ms} milliseconds"))
+    encoder = ResultEncoder(spec, pipeline.WINDOW_SCHEMA)
+    assert job.closed_upto is not None
+    rebuilder = HistoryRebuilder(query, encoder, target.checkpoint,
+                                 functools.partial(job.closed_upto, target.checkpoint))
+    descriptor = json.dumps(spec.descriptor(pipeline.WINDOW_SCHEMA, AVAILABLE), separators=(",", ":"))
+    states = WindowStateFiles(target.checkpoint, args.window_ms, args.watermark_delay_ms)
+    sink = WindowClosingSink(target.writer(spec.stream), encoder, faults or FaultInjector.from_env(), rebuilder,
+                             descriptor, states=states)
+    return start(frame, sink, spec, target, trigger_ms=0)
+
 
 
 def dead_letter_cap(args: argparse.Namespace) -> int:
@@ -135,7 +189,7 @@ def run(args: argparse.Namespace) -> int:
     stop = stop_on_signals()
     spark = session(args, "sparkwire-aggregator")
     spark.streams.addListener(ProgressReporter())
-    queries = [deliver_job(metrics_job(args), spark)]
+    queries = [start_metrics(spark, args)]
     if args.dead_letter_topic:
         queries.append(start_dead_letters(spark, args))
     return serve(spark, queries, stop)

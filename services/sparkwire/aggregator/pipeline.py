@@ -1,6 +1,9 @@
 """The metrics query: raw Kafka records -> valid events -> windowed results, and dead letters.
 
-Only DataFrame building lives here; ``job.py`` hands it to ``sparkwire.spark.deliver`` like any user's query.
+Only DataFrame building lives here. The live stream is ``deduplicated(events)``, Spark's one stateful
+operator, and each micro-batch of it goes through ``batch_partials`` in the sink, which closes the windows
+(``closing_sink.py``); ``window_results`` is the same aggregation as one query, which the rebuild runs over
+past input.
 """
 
 from __future__ import annotations
@@ -108,20 +111,42 @@ def events(raw: DataFrame, count_malformed: bool = False) -> DataFrame:
     )
 
 
+def deduplicated(events: DataFrame) -> DataFrame:
+    """Events without repeats of an eventId: the metrics job's one stateful operator on a stream (rows
+    behind the watermark are dropped, and counted, here)."""
+    result: DataFrame = drop_duplicates(events, ["eventId"])
+    return result
+
+
+def batch_partials(events: DataFrame, window_ms: int) -> DataFrame:
+    """One micro-batch's deduplicated events aggregated per tumbling window and metric, that batch alone
+    (``windows.partial_from_row`` reads the rows): the sink merges them into the open windows. Heartbeats
+    fall into the null-metric group, whose ``latestMs`` moves event time. The window is Spark's
+    ``window()``'s for event times from 1970 on: ``[t - t mod w, t - t mod w + w)``."""
+    millis = F.unix_millis(F.col(EVENT_TIME))
+    return events.groupBy(
+        (millis - F.pmod(millis, F.lit(window_ms)) + F.lit(window_ms)).alias("windowEnd"), F.col("metricName")
+    ).agg(
+        F.count(F.lit(1)).alias("count"),
+        F.sum("value").alias("sum"),
+        F.min("value").alias("min"),
+        F.max("value").alias("max"),
+        F.max(millis).alias("latestMs"),
+    )
+
+
 def window_results(events: DataFrame, window_ms: int) -> DataFrame:
     """Events (watermarked on ``eventTime`` by sparkwire), deduplicated by eventId, aggregated per metric in
-    tumbling event-time windows (``SourceQuery.query``).
+    tumbling event-time windows (``SourceQuery.query``: the rebuild runs it over past input, and its schema
+    is the results'; ``windows.OpenWindows`` computes the same results from ``batch_partials``).
 
-    Append mode emits each window once, when the watermark passes its end; ``processingId`` is
-    sha1("<windowEnd ms>-<metricName>"), the same on every run for the same window. Rows behind the
-    watermark are dropped (and counted) by the first stateful operator, the dedup.
+    ``processingId`` is sha1("<windowEnd ms>-<metricName>"), the same on every run for the same window.
 
     Heartbeats go all the way through, so that they move the watermark (a filter that does not use the
     event time would be pushed below ``withWatermark`` by the optimizer, and they would not): each falls
     into a window's null-metric group, a row with a null key, which the sink does not deliver.
     """
-    deduplicated: DataFrame = drop_duplicates(events, ["eventId"])
-    windows = deduplicated.groupBy(
+    windows = deduplicated(events).groupBy(
         F.window(EVENT_TIME, f"{window_ms} milliseconds"), F.col("metricName")
     ).agg(
         F.count(F.lit(1)).alias("count"),

@@ -8,7 +8,7 @@ commits each micro-batch atomically with its batch id (``sink.py``), and writes 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,6 +65,9 @@ class Job:
     query: SourceQuery
     spec: StreamSpec
     target: Target = field(default_factory=Target)
+    closed_upto: Callable[[str], Mapping[int, int]] | None = None
+    """For a job whose sink closes its windows itself (the metrics job): each batch's bound, read from the
+    checkpoint directory given (``rebuild_plan``); None for Spark's own output modes."""
 
 
 def _spec(stream: str, key: str | Sequence[str], mode: OutputMode, id_column: str | None, id_from: Sequence[str],
@@ -96,8 +99,9 @@ def prepare_sink(query: SourceQuery | Any, spec: StreamSpec, target: Target, *, 
     return frame, sink
 
 
-def start(frame: Any, sink: ReplayLogSink, spec: StreamSpec, target: Target) -> Any:
-    """Start the checked query into its sink; returns Spark's ``StreamingQuery``."""
+def start(frame: Any, sink: ReplayLogSink, spec: StreamSpec, target: Target, *, trigger_ms: int | None = None) -> Any:
+    """Start the checked query into its sink; returns Spark's ``StreamingQuery``. ``trigger_ms``: the
+    processing-time trigger when not ``target.trigger_ms`` (0 for a source that paces itself)."""
     replan_unrunnable_batch(target.checkpoint, target.query_name or spec.stream)
     writer = frame.writeStream
     if target.query_name:
@@ -106,7 +110,7 @@ def start(frame: Any, sink: ReplayLogSink, spec: StreamSpec, target: Target) -> 
         writer.outputMode(spec.mode)
         .foreachBatch(sink)
         .option("checkpointLocation", target.checkpoint)
-        .trigger(processingTime=f"{target.trigger_ms} milliseconds")
+        .trigger(processingTime=f"{target.trigger_ms if trigger_ms is None else trigger_ms} milliseconds")
         .start()
     )
     sink.bind_query(str(started.id))

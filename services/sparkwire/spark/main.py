@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import importlib
 import logging
 import signal
@@ -143,7 +144,8 @@ def rebuild(job: Job, spark: Any, upto: int | None, command: str = "sparkwire re
     target = job.target
     writer = target.writer(job.spec.stream)
     encoder = ResultEncoder(job.spec, job.query.stream(spark).schema)
-    report = HistoryRebuilder(job.query, encoder, target.checkpoint)(spark, writer, upto)
+    closed_upto = functools.partial(job.closed_upto, target.checkpoint) if job.closed_upto else None
+    report = HistoryRebuilder(job.query, encoder, target.checkpoint, closed_upto)(spark, writer, upto)
     for line in report.lines():
         print(f"{command}: {line}", file=sys.stdout if not line.startswith("ERROR") else sys.stderr)
     return 0 if report.plan.complete else 3

@@ -21,6 +21,11 @@ DUPLICATE_EVENTS = Counter(
 LATE_EVENTS = Counter(
     "sparkwire_aggregator_late_rows_dropped", "Rows dropped by a stateful operator for being behind the watermark"
 )
+WINDOW_ROWS_AFTER_CLOSE = Counter(
+    "sparkwire_aggregator_window_rows_after_close",
+    "Partial aggregates of windows the sink had already closed, dropped (never expected: Spark drops their events "
+    "as late)",
+)
 KAFKA_OFFSETS_BEHIND = Gauge(
     "sparkwire_aggregator_kafka_offsets_behind",
     "Kafka records not read yet, on the query's most lagging partition (Spark's maxOffsetsBehindLatest)", ["query"],

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,10 +89,14 @@ class HistoryRebuilder:
     """Rebuilds the stream of one :class:`~sparkwire.spark.source.SourceQuery` from its checkpoint (the
     query's own checkpoint directory, the one ``checkpointLocation`` names)."""
 
-    def __init__(self, query: SourceQuery, encoder: ResultEncoder, checkpoint: str) -> None:
+    def __init__(self, query: SourceQuery, encoder: ResultEncoder, checkpoint: str,
+                 closed_upto: Callable[[], Mapping[int, int]] | None = None) -> None:
+        """``closed_upto``: for a job whose sink closes windows itself, each batch's bound
+        (``rebuild_plan``'s module docstring); None for Spark's own output modes."""
         self.query = query
         self.encoder = encoder
         self.checkpoint = checkpoint
+        self.closed_upto = closed_upto
 
     def plan(self, upto: int | None = None) -> RebuildPlan:
         """``upto`` None: everything the commit log says is done."""
@@ -99,7 +104,7 @@ class HistoryRebuilder:
         history = read_history(self.checkpoint, source.topic)
         earliest = earliest_offsets(source.bootstrap_servers, source.topic)
         return plan_rebuild(history, history.committed + 1 if upto is None else upto, earliest,
-                            self.query.watermark_delay_ms)
+                            self.query.watermark_delay_ms, self.closed_upto() if self.closed_upto else None)
 
     def __call__(self, spark: Any, writer: ReplayLogWriter, upto: int | None = None,
                  lost_tail_of: str = "") -> RebuildReport:

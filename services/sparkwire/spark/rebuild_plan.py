@@ -9,13 +9,20 @@ offsets file is still in the checkpoint) and Kafka still holds its whole range. 
 delay), so a window starting after that bound got none of them and is recomputed exactly; a window
 starting at or before it may have missed rows and is not published at all — a partial rebuild never
 publishes a wrong count, and the history before the bound is marked lost.
+
+A query whose sink closes its windows itself (the metrics job: ``closed_upto`` given, each batch's bound
+from its window state) differs in two ways: its one stateful operator filters a batch's late rows with
+that batch's own watermark, and a window is in the log once the bound after a batch reaches its end, so
+the lost log held the windows ending at or below the bound after batch ``upto-1``, each committed by the
+first batch whose bound reached its end.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 
-from sparkwire.spark.checkpoint import BatchInput, QueryHistory
+from sparkwire.spark.checkpoint import BatchInput, CheckpointError, QueryHistory
 
 
 @dataclass(frozen=True)
@@ -44,6 +51,8 @@ class RebuildPlan:
     shortfalls: list[Shortfall] = field(default_factory=list)
     purged_before: int | None = None
     """The first batch whose input the checkpoint still knows, when Spark purged older offsets files."""
+    closed_upto: Mapping[int, int] | None = None
+    """For a sink that closes windows itself: the bound after each batch (None: Spark's append mode)."""
 
     @property
     def complete(self) -> bool:
@@ -61,9 +70,12 @@ class RebuildPlan:
         return self.lost_before_ms is None or window_start > self.lost_before_ms
 
     def emitting_batch(self, window_end: int) -> int:
-        """The batch that emitted the window: the first whose (eviction) watermark reached its end."""
+        """The batch that emitted the window: the first whose (eviction) watermark reached its end, or whose
+        bound did (a sink that closes windows itself)."""
         for batch in self.batches:
-            if batch.watermark_ms >= window_end:
+            reached = (batch.watermark_ms if self.closed_upto is None
+                       else self.closed_upto.get(batch.batch_id, batch.watermark_ms))
+            if reached >= window_end:
                 return batch.batch_id
         raise ValueError(f"no batch below {self.upto} emitted a window ending at {window_end}")
 
@@ -73,10 +85,17 @@ def _available(batch: BatchInput, earliest: dict[int, int]) -> bool:
                if end > batch.start.get(p, end))
 
 
-def plan_rebuild(history: QueryHistory, upto: int, earliest: dict[int, int], delay_ms: int) -> RebuildPlan:
-    """Plan the rebuild of batches ``0..upto-1`` given ``earliest``, Kafka's first offset per partition."""
+def plan_rebuild(history: QueryHistory, upto: int, earliest: dict[int, int], delay_ms: int,
+                 closed_upto: Mapping[int, int] | None = None) -> RebuildPlan:
+    """Plan the rebuild of batches ``0..upto-1`` given ``earliest``, Kafka's first offset per partition;
+    ``closed_upto``: each batch's bound, for a sink that closes windows itself (module docstring)."""
     known = history.upto(upto)
     emit_watermark = history.watermarks[upto - 1] if upto > 0 else 0
+    if closed_upto is not None:
+        known = [replace(batch, late_watermark_ms=batch.watermark_ms) for batch in known]
+        if upto > 0 and upto - 1 not in closed_upto:
+            raise CheckpointError(f"no window state for batch {upto - 1}: cannot tell which windows it had closed")
+        emit_watermark = max(closed_upto[upto - 1], 0) if upto > 0 else 0
     first_index = len(known)
     while first_index > 0 and _available(known[first_index - 1], earliest):
         first_index -= 1
@@ -95,4 +114,4 @@ def plan_rebuild(history: QueryHistory, upto: int, earliest: dict[int, int], del
             shortfalls.append(Shortfall(partition, needed, earliest_offset, min(earliest_offset, end) - needed))
     purged = known[0].batch_id if known and known[0].batch_id > 0 else (upto if upto > 0 and not known else None)
     return RebuildPlan(history.query_id, history.topic, upto, batches, emit_watermark, lost_before, shortfalls,
-                       purged)
+                       purged, closed_upto)

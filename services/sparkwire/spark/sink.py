@@ -69,18 +69,26 @@ class ReplayLogSink:
             raise RuntimeError("the streaming query id was never bound to the sink")
         assert self._query_id is not None
         started = time.perf_counter()
-        rows = prepare(batch).collect()  # runs the batch's plan: Kafka, parse, state
+        records = self.batch_records(batch, batch_id)
         collected = time.perf_counter()
-        encoded = self.encoder.encode(rows, revision=batch_id)
-        records = encoded.records
-        if encoded.skipped:
-            metrics.ROWS_SKIPPED.inc(encoded.skipped)
         self.faults.reached("before-commit", batch_id)
         if self.descriptor and self._epoch is None:
             self.writer.put_descriptor(self.descriptor)
         result = self._commit(batch, batch_id, records)
+        self.batch_committed(batch_id)
         self.faults.reached("after-commit", batch_id)
         self._report(result, len(records), time.perf_counter() - started, collected - started)
+
+    def batch_records(self, batch: Any, batch_id: int) -> list[Record]:
+        """The records of one micro-batch: its rows, encoded (a subclass may make them otherwise)."""
+        rows = prepare(batch).collect()  # runs the batch's plan: Kafka, parse, state
+        encoded = self.encoder.encode(rows, revision=batch_id)
+        if encoded.skipped:
+            metrics.ROWS_SKIPPED.inc(encoded.skipped)
+        return encoded.records
+
+    def batch_committed(self, batch_id: int) -> None:
+        """Called once the batch is in the log (committed now or found there)."""
 
     def _commit(self, batch: Any, batch_id: int, records: list[Record]) -> BatchCommit:
         """Commit the batch after the history it follows: when the log was lost (fenced: another epoch

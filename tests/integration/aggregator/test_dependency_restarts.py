@@ -42,7 +42,8 @@ def test_redis_killed_and_kafka_restarted_mid_run_lose_and_repeat_nothing(
     kafka, redis_server = own_servers
     kafka.create_topic(f"{unique_name}-raw")
     kafka.create_topic(f"{unique_name}-dlq", partitions=1)
-    pipeline = Pipeline(unique_name, tmp_path / "pipeline", kafka, redis_server, max_offsets_per_trigger=200)
+    # 100 records a batch: batches run back to back through a backlog, and the run must outlast both faults
+    pipeline = Pipeline(unique_name, tmp_path / "pipeline", kafka, redis_server, max_offsets_per_trigger=100)
     pipeline.workdir.mkdir()
     pipeline.produce(3_000, duplicate_ratio=0.03, max_disorder_ms=200)
     expected = pipeline.expected()

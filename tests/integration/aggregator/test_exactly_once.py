@@ -14,9 +14,12 @@ import urllib.request
 import pytest
 from confluent_kafka import Consumer
 
+from sparkwire.aggregator.window_state import WindowStateFiles
+from sparkwire.protocol.items import Entry
+from sparkwire.spark.checkpoint import read_history
 from sparkwire_harness.verify import compare
 
-from .conftest import Pipeline, wait_exit
+from .conftest import DELAY_MS, WINDOW_MS, Pipeline, wait_exit
 
 pytestmark = pytest.mark.slow
 
@@ -80,6 +83,21 @@ def assert_batch_staged_not_visible(pipeline: Pipeline, batch_id: int) -> None:
     assert max(item.seq for item in reader.snapshot().items.values()) == meta.last_seq
 
 
+def assert_closed_by_the_batch_that_passed_them(pipeline: Pipeline, entries: list[Entry]) -> None:
+    """Each window was committed by the first batch after which the sink's bound (largest event time read
+    minus the delay) reached its end, and that bound is the watermark Spark then used for the next batch's
+    late rows: what makes closing it there safe (aggregator/windows.py)."""
+    checkpoint = pipeline.workdir / "checkpoint" / "aggregate"
+    bounds = WindowStateFiles(checkpoint, WINDOW_MS, DELAY_MS).closed_upto()
+    watermarks = read_history(checkpoint, pipeline.topic).watermarks
+    compared = [b for b in bounds if b + 1 in watermarks]
+    assert len(compared) >= 5
+    assert [max(bounds[b], 0) for b in compared] == [watermarks[b + 1] for b in compared]
+    for entry in entries:
+        end = json.loads(entry.data)["windowEnd"]
+        assert entry.batch_id == min(b for b, bound in bounds.items() if bound >= end), (end, entry.batch_id)
+
+
 def test_bounded_run_with_duplicates_and_malformed_records_commits_exactly_the_expected_results(
     pipeline: Pipeline,
 ) -> None:
@@ -99,6 +117,8 @@ def test_bounded_run_with_duplicates_and_malformed_records_commits_exactly_the_e
     assert report.ok, report.summary()
     assert (meta.first_seq, meta.last_seq) == (1, len(expected))
     assert meta.counters.get("duplicates_suppressed", 0) == 0  # Spark's own dedup left the sink nothing
+    assert_closed_by_the_batch_that_passed_them(pipeline, entries)
+    assert metrics.get("sparkwire_aggregator_window_rows_after_close_total") == 0
     # Bad input is counted, routed to the dead-letter topic, and changes no result.
     assert metrics["sparkwire_aggregator_malformed_records_total"] == len(malformed)
     assert metrics["sparkwire_aggregator_duplicate_events_dropped_total"] == len(duplicates)

@@ -23,3 +23,11 @@ def test_its_cap_scales_with_the_triggers_it_spans_so_it_keeps_the_main_querys_p
     assert dead_letter_cap(parse("--max-offsets-per-trigger", "300", "--trigger-ms", "300")) == 10_200
     assert dead_letter_cap(parse("--max-offsets-per-trigger", "500", "--trigger-ms", "20000")) == 500
     assert dead_letter_cap(parse()) == 0  # no cap stays no cap
+
+
+def test_the_kafka_source_paces_the_batches_by_time_or_by_the_cap() -> None:
+    from sparkwire.aggregator.job import paced
+
+    assert paced(parse()) == {"minOffsetsPerTrigger": str(2**62), "maxTriggerDelay": "500ms"}
+    assert paced(parse("--max-offsets-per-trigger", "5000", "--trigger-ms", "1000")) == {
+        "minOffsetsPerTrigger": "5000", "maxTriggerDelay": "1000ms"}

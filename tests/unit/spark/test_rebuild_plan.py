@@ -89,3 +89,20 @@ def test_nothing_left_in_kafka_loses_everything_the_log_held(tmp_path: Path) -> 
     plan = plan_rebuild(history, 5, {0: 722, 1: 773}, DELAY)
     assert plan.batches == [] and plan.lost_before_ms == 1_700_000_005_368
     assert plan.lost_records == 722 + 773
+
+
+def test_a_sink_that_closes_windows_itself_plans_with_its_bounds_and_each_batchs_own_late_filter(
+        tmp_path: Path) -> None:
+    history = read_history(write_checkpoint(tmp_path, BATCHES), TOPIC)
+    # the bound after batch b is the watermark Spark wrote for batch b + 1; the last one is only in the state
+    closed = {b: BATCHES[b + 1][0] for b in range(4)} | {4: 1_700_000_006_900}
+    plan = plan_rebuild(history, 5, {0: 0, 1: 0}, DELAY, closed)
+    assert plan.emit_watermark_ms == 1_700_000_006_900
+    assert [(b.watermark_ms, b.late_watermark_ms) for b in plan.batches][2] == (1_700_000_002_450,) * 2
+    # the first batch whose bound reached the end: a batch earlier than Spark's append mode would emit it
+    assert plan.emitting_batch(1_700_000_002_000) == 1
+    assert plan_rebuild(history, 5, {0: 0, 1: 0}, DELAY).emitting_batch(1_700_000_002_000) == 2
+    assert plan.emitting_batch(1_700_000_006_900) == 4 and plan.keeps(1_700_000_000_000, 1_700_000_006_900)
+    assert not plan.keeps(1_700_000_000_000, 1_700_000_006_901)
+    with pytest.raises(CheckpointError, match="no window state for batch 4"):
+        plan_rebuild(history, 5, {0: 0, 1: 0}, DELAY, {b: closed[b] for b in range(4)})
