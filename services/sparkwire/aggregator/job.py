@@ -144,7 +144,6 @@ def start_metrics(spark: Any, args: argparse.Namespace, faults: FaultInjector | 
     return start(frame, sink, spec, target, trigger_ms=0)
 
 
-
 def dead_letter_cap(args: argparse.Namespace) -> int:
     """The dead-letter query's cap on records per batch: the main query's, scaled by how many of its
     triggers one dead-letter trigger spans, so both read at the same pace (0: no cap)."""

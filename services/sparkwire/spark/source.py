@@ -73,7 +73,8 @@ class KafkaSource:
             .option("failOnDataLoss", "true")  # retention deleting records under the job must fail it
         )
         for name, value in self.options.items():
-            if not name.startswith(("startingOffsets", "maxOffsetsPerTrigger")):
+            if not name.startswith(("startingOffsets", "maxOffsetsPerTrigger", "minOffsetsPerTrigger",
+                                    "maxTriggerDelay")):  # a stream's pacing, not a batch's
                 reader = reader.option(name, value)
         return reader.load()
 
