@@ -54,6 +54,9 @@ class Pipeline:
     dead_letters: bool = True
     # The aggregator's Redis address when it differs from the readers' (a proxy with faults on the link).
     aggregator_redis_url: str | None = None
+    # The event files of the parts produced so far, and the event time where the next part begins.
+    parts: list[Path] = field(default_factory=list)
+    next_start_ms: int = START_MS
 
     @property
     def topic(self) -> str:
@@ -65,28 +68,36 @@ class Pipeline:
 
     @property
     def events_file(self) -> Path:
-        return self.workdir / "events.jsonl"
+        """The first part's records (all records, where there is one part)."""
+        return self.parts[0] if self.parts else self.workdir / "events.jsonl"
 
     @property
     def reader(self) -> ReplayLogReader:
         return ReplayLogReader(connect(self.redis_server.url), self.name)
 
     def produce(self, count: int, *flags: str, **options: float) -> None:
+        """Produce ``count`` events as one more part of the run: a part starts where the event time of the one
+        before it ended, with a seed of its own (event ids of its own). A test that produces a part after a
+        fault knows the fault hit a run with results still to write, however fast the aggregator is."""
+        part = len(self.parts)
+        events_file = self.workdir / ("events.jsonl" if part == 0 else f"events-{part}.jsonl")
+        settings = {"rate": 200.0, "start_ms": self.next_start_ms, "seed": 1 + part, **options}
         command = [
             sys.executable, "-m", "sparkwire.cli", "produce", "--bootstrap-servers", self.kafka.bootstrap,
-            "--topic", self.topic, "--count", str(count), "--rate", "200", "--start-ms", str(START_MS),
-            "--events-file", str(self.events_file), "--log-level", "WARNING",
+            "--topic", self.topic, "--count", str(count), "--events-file", str(events_file), "--log-level", "WARNING",
         ]  # fmt: skip
-        for name, value in options.items():
+        for name, value in settings.items():
             command += [f"--{name.replace('_', '-')}", str(value)]
         command += flags
-        producer = ManagedProcess(f"produce-{len(self.runs)}", command, self.workdir)
+        producer = ManagedProcess(f"produce-{part}-{len(self.runs)}", command, self.workdir)
         producer.start()
         assert wait_exit(producer, 120) == 0, producer.log_tail()
+        self.parts.append(events_file)
+        self.next_start_ms = int(settings["start_ms"]) + int(count * 1000 / settings["rate"])
 
     def produced(self) -> list[str]:
-        """Every produced record's value, in produced order."""
-        return [json.loads(line)["value"] for line in self.events_file.read_text().splitlines()]
+        """Every produced record's value, part after part, in produced order."""
+        return [json.loads(line)["value"] for part in self.parts for line in part.read_text().splitlines()]
 
     def expected(self) -> dict[str, WindowResult]:
         return expected_results(self.produced(), WINDOW_MS, DELAY_MS)

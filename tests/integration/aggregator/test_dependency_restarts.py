@@ -42,11 +42,11 @@ def test_redis_killed_and_kafka_restarted_mid_run_lose_and_repeat_nothing(
     kafka, redis_server = own_servers
     kafka.create_topic(f"{unique_name}-raw")
     kafka.create_topic(f"{unique_name}-dlq", partitions=1)
-    # 100 records a batch: batches run back to back through a backlog, and the run must outlast both faults
+    # 100 records a batch, three parts of 1,000 events: the first before the aggregator starts, each other
+    # one after a fault, so that both faults hit a run with results still to write however fast it goes.
     pipeline = Pipeline(unique_name, tmp_path / "pipeline", kafka, redis_server, max_offsets_per_trigger=100)
     pipeline.workdir.mkdir()
-    pipeline.produce(3_000, duplicate_ratio=0.03, max_disorder_ms=200)
-    expected = pipeline.expected()
+    pipeline.produce(1_000, duplicate_ratio=0.03, max_disorder_ms=200)
     exits: list[int] = []
     try:
         pipeline.start()
@@ -57,9 +57,12 @@ def test_redis_killed_and_kafka_restarted_mid_run_lose_and_repeat_nothing(
         redis_server.start()
         supervise_until(pipeline, time.monotonic() + 3, exits)
         seq_after_redis = pipeline.reader.meta().last_seq
+        pipeline.produce(1_000, duplicate_ratio=0.03, max_disorder_ms=200)
 
         kafka.restart()
         supervise_until(pipeline, time.monotonic() + 3, exits)
+        pipeline.produce(1_000, duplicate_ratio=0.03, max_disorder_ms=200)
+        expected = pipeline.expected()
 
         deadline = time.monotonic() + 240
         while pipeline.reader.meta().last_seq < len(expected) and time.monotonic() < deadline:

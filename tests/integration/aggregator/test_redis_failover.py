@@ -71,21 +71,27 @@ def test_primary_killed_twice_under_a_running_aggregator_loses_and_rewrites_noth
     pipeline = Pipeline(unique_name, tmp_path / "pipeline", kafka_broker, replicated, redis_replicas=1,
                         max_offsets_per_trigger=150)
     pipeline.workdir.mkdir()
-    pipeline.produce(3_000, duplicate_ratio=0.03, max_disorder_ms=200)
-    expected = pipeline.expected()
+    # Three parts of 1,000 events: the first before the aggregator starts, each other one after a failover,
+    # so that both failovers hit a run with results still to write (a whole backlog can be through before
+    # the second one otherwise).
+    pipeline.produce(1_000, duplicate_ratio=0.03, max_disorder_ms=200)
     watcher = LogWatcher(replicated.url, unique_name)
     exits: list[int] = []
     failovers: list[tuple[int, int, int]] = []  # (seq before, old port, new port)
     try:
         pipeline.start()
         watcher.start()
-        for at_seq in (5, len(expected) // 3):
+        at_seq = 5
+        for _ in range(2):
             seq = pipeline.wait_for_seq(at_seq).last_seq
             old = replicated.kill_primary()
             new = replicated.wait_for_failover(old)
             failovers.append((seq, old.port, new.port))
             replicated.restart(old)  # it comes back as a replica of the new primary
             supervise_until(pipeline, time.monotonic() + 3, exits)
+            at_seq = pipeline.reader.meta().last_seq + 1  # the next failover once the new part is being written
+            pipeline.produce(1_000, duplicate_ratio=0.03, max_disorder_ms=200)
+        expected = pipeline.expected()
         deadline = time.monotonic() + 240
         while pipeline.reader.meta().last_seq < len(expected) and time.monotonic() < deadline:
             supervise_until(pipeline, time.monotonic() + 1, exits)

@@ -29,18 +29,24 @@ def test_connection_resets_on_the_redis_link_cost_no_driver_restart(
     pipeline = Pipeline(unique_name, tmp_path / "pipeline", kafka_broker, redis_server, max_offsets_per_trigger=150,
                         aggregator_redis_url=f"redis://127.0.0.1:{port}/0")
     pipeline.workdir.mkdir()
-    pipeline.produce(3_000, duplicate_ratio=0.03, max_disorder_ms=200)
-    expected = pipeline.expected()
+    # Three parts of 1,000 events, one before the aggregator starts and one after each of the first two
+    # blips, each blip once the aggregator writes the part before it: every blip meets writes to retry.
+    pipeline.produce(1_000, duplicate_ratio=0.03, max_disorder_ms=200)
     blips: list[tuple[int, int]] = []  # (seq when the resets began, seq when they ended)
     try:
         driver = pipeline.start()
-        for n, at_seq in enumerate((5, len(expected) // 3, 2 * len(expected) // 3)):
+        at_seq = 5
+        for n in range(3):
             before = pipeline.wait_for_seq(at_seq).last_seq
             toxics = toxiproxy.add_fault("redis", f"reset-{n}", "reset", {})
             time.sleep(RESET_SECONDS)
             toxiproxy.remove("redis", toxics)
             blips.append((before, pipeline.reader.meta().last_seq))
             assert driver.alive, f"the driver exited after blip {n}:\n{driver.log_tail(60)}"
+            if n < 2:
+                at_seq = blips[-1][1] + 1
+                pipeline.produce(1_000, duplicate_ratio=0.03, max_disorder_ms=200)
+        expected = pipeline.expected()
         pipeline.wait_for_seq(len(expected), timeout=240)
         meta = pipeline.wait_until_idle()
         survived = driver.alive
