@@ -50,6 +50,9 @@ NOT_SET = {
                            "(a JVM started by spark-submit gets its options from the SparkApplication)",
         "--driver-java-options": "only for a driver this process starts (--master set); under the operator the "
                                  "SparkApplication's aggregator.driver.javaOptions (same default, C1 only)",
+        "--partition-idle-ms": "the default (60 s) outlasts a Kafka leader failover; the producer's heartbeats "
+                               "keep every partition sending",
+        "--partition-skew-ms": "the default (twice the delay) follows aggregator.watermarkDelayMs",
     },
 }
 # Environment variables the chart adds that are not options: only for Kubernetes' $(VAR) expansion.

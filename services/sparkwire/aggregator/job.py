@@ -29,6 +29,9 @@ from sparkwire.spark.session import QUICK_JIT
 AGGREGATE_QUERY = "sparkwire-aggregate"
 _NEVER_ENOUGH = 2**62  # minOffsetsPerTrigger without a cap: batches are paced by time alone
 _POLLING_MS = 100
+# Longer than a Kafka leader failover (a broker's session timeout, an election, the producer's retry), which
+# silences a partition that is not idle at all; a partition that keeps sending heartbeats is never idle.
+DEFAULT_PARTITION_IDLE_MS = 60_000
 
 
 def add_arguments(parser: argparse.ArgumentParser, *, java_options: str = QUICK_JIT) -> None:
@@ -54,7 +57,16 @@ def add_arguments(parser: argparse.ArgumentParser, *, java_options: str = QUICK_
                help="Spark checkpoint directory (offsets, state, commit log)")
     add_option(parser, "--window-ms", type=positive_int, default=10_000, help="tumbling window length")
     add_option(parser, "--watermark-delay-ms", type=non_negative_int, default=5_000,
-               help="how late an event may arrive before its window is closed")
+               help="how late an event may arrive before its window is closed: a window closes once every "
+                    "active Kafka partition has passed its end + this (docs/replay-log.md)")
+    add_option(parser, "--partition-idle-ms", type=non_negative_int, default=DEFAULT_PARTITION_IDLE_MS,
+               help="a Kafka partition from which no micro-batch has read a record for this long stops holding "
+                    "windows open (logged); longer than a partition leader's failover, which silences it; 0: "
+                    "never (a partition that stops sending then holds every window open)")
+    add_option(parser, "--partition-skew-ms", type=non_negative_int, default=0,
+               help="how far (event time) one partition may be read behind another without losing events: "
+                    "Spark's dedup drops rows behind the newest event time of all partitions by more than "
+                    "the delay plus this, and remembers each eventId that long; 0: twice --watermark-delay-ms")
     add_option(parser, "--trigger-ms", type=positive_int, default=500,
                help="a micro-batch starts once this long has passed since the previous one started (sooner "
                     "when --max-offsets-per-trigger records are waiting): the Kafka source paces the batches, so "
@@ -91,6 +103,14 @@ def paced(args: argparse.Namespace) -> dict[str, str]:
     return {"minOffsetsPerTrigger": str(cap or _NEVER_ENOUGH), "maxTriggerDelay": f"{args.trigger_ms}ms"}
 
 
+def spark_delay_ms(args: argparse.Namespace) -> int:
+    """The delay of Spark's own (global) watermark, the dedup's: the windows' delay plus the skew between
+    partitions that Spark keeps rows through, so that the sink's per-partition rule decides what is late
+    (``windows.py``)."""
+    skew = int(args.partition_skew_ms) or 2 * int(args.watermark_delay_ms)
+    return int(args.watermark_delay_ms) + skew
+
+
 def _closed_upto(window_ms: int, delay_ms: int, checkpoint: str) -> dict[int, int]:
     return WindowStateFiles(checkpoint, window_ms, delay_ms).closed_upto()
 
@@ -106,7 +126,7 @@ def metrics_job(args: argparse.Namespace) -> Job:
     # Without a dead-letter query, the main query counts the malformed records it skips.
     events = functools.partial(pipeline.events, count_malformed=not args.dead_letter_topic)
     query = SourceQuery(source=source, events=events, event_time=pipeline.EVENT_TIME,
-                        watermark_delay_ms=args.watermark_delay_ms,
+                        watermark_delay_ms=spark_delay_ms(args),
                         query=functools.partial(pipeline.window_results, window_ms=args.window_ms))
     spec = metrics_spec(args.stream)
     target = Target(redis_url=args.redis_url, checkpoint=f"{args.checkpoint.rstrip('/')}/aggregate",
@@ -123,9 +143,9 @@ def start_metrics(spark: Any, args: argparse.Namespace, faults: FaultInjector | 
 
     job = metrics_job(args)
     query, spec, target = job.query, job.spec, job.target
-    # One stateful operator filters late rows with the batch's own watermark, which is what lets the sink
-    # close a window in the batch that passes it (windows.py). Batches without new input would only move
-    # the dedup's eviction: the next batch with input does that.
+    # One stateful operator filters late rows with the batch's own watermark (delay + partition skew, so it
+    # keeps a lagging partition's rows: the sink decides what is late, windows.py). Batches without new input
+    # would only move the dedup's eviction: the next batch with input does that.
     spark.conf.set("spark.sql.streaming.statefulOperator.allowMultiple", "false")
     spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "false")
     # How often the paced source is asked whether a batch is due (Spark's default, 10 ms, asks Kafka for its
@@ -140,7 +160,7 @@ def start_metrics(spark: Any, args: argparse.Namespace, faults: FaultInjector | 
     descriptor = json.dumps(spec.descriptor(pipeline.WINDOW_SCHEMA, AVAILABLE), separators=(",", ":"))
     states = WindowStateFiles(target.checkpoint, args.window_ms, args.watermark_delay_ms)
     sink = WindowClosingSink(target.writer(spec.stream), encoder, faults or FaultInjector.from_env(), rebuilder,
-                             descriptor, states=states)
+                             descriptor, states=states, idle_ms=args.partition_idle_ms or None)
     return start(frame, sink, spec, target, trigger_ms=0)
 
 

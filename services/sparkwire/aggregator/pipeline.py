@@ -119,13 +119,15 @@ def deduplicated(events: DataFrame) -> DataFrame:
 
 
 def batch_partials(events: DataFrame, window_ms: int) -> DataFrame:
-    """One micro-batch's deduplicated events aggregated per tumbling window and metric, that batch alone
-    (``windows.partial_from_row`` reads the rows): the sink merges them into the open windows. Heartbeats
-    fall into the null-metric group, whose ``latestMs`` moves event time. The window is Spark's
-    ``window()``'s for event times from 1970 on: ``[t - t mod w, t - t mod w + w)``."""
+    """One micro-batch's deduplicated events aggregated per tumbling window, metric and Kafka partition,
+    that batch alone (``windows.partial_from_row`` reads the rows): the sink merges them into the open
+    windows. Heartbeats fall into the null-metric group, whose ``latestMs`` moves event time. Per partition,
+    because the sink tracks each partition's event-time progress (``partition_progress.py``). The window
+    is Spark's ``window()``'s for event times from 1970 on: ``[t - t mod w, t - t mod w + w)``."""
     millis = F.unix_millis(F.col(EVENT_TIME))
     return events.groupBy(
-        (millis - F.pmod(millis, F.lit(window_ms)) + F.lit(window_ms)).alias("windowEnd"), F.col("metricName")
+        (millis - F.pmod(millis, F.lit(window_ms)) + F.lit(window_ms)).alias("windowEnd"), F.col("metricName"),
+        F.col("partition"),
     ).agg(
         F.count(F.lit(1)).alias("count"),
         F.sum("value").alias("sum"),

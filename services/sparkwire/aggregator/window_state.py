@@ -8,6 +8,11 @@ whose commit never happened is written again with the same content; a batch whos
 re-run from N-1's file and found in the log (replayed): nothing is lost or counted twice. The files live
 beside Spark's own state, so a new checkpoint starts with none; Spark keeps 100 batches of offsets, this
 keeps ``keep`` files (the rebuild reads each batch's ``closedUpto``).
+
+Each file also holds every Kafka partition's event-time progress (``partition_progress.py``) and the
+wall-clock time the batch was decided at (``wallMs``): idleness depends on the clock, so a batch re-run
+after a crash takes the time its first run recorded (:meth:`recorded_wall_ms`) and decides the same.
+A file from before per-partition progress (no ``partitions``, no ``wallMs``) still loads.
 """
 
 from __future__ import annotations
@@ -57,13 +62,26 @@ class WindowStateFiles:
                 f"{self.window_ms} ms and {self.delay_ms} ms: start it on a new checkpoint directory")
         return state
 
-    def save(self, batch_id: int, query_id: str, state: OpenWindows) -> None:
-        """Write the state after ``batch_id`` atomically (a reader sees the old file or the new one)."""
+    def recorded_wall_ms(self, batch_id: int, query_id: str) -> int | None:
+        """The wall-clock time an earlier run of ``batch_id`` decided it at, if that run saved its state
+        (and so may have committed it): a re-run must close the same windows."""
+        try:
+            document = json.loads(self._path(batch_id).read_text())
+        except (FileNotFoundError, ValueError):
+            return None
+        if document.get("queryId") != query_id or document.get("wallMs") is None:
+            return None
+        return int(document["wallMs"])
+
+    def save(self, batch_id: int, query_id: str, state: OpenWindows, wall_ms: int | None = None) -> None:
+        """Write the state after ``batch_id``, decided at wall-clock ``wall_ms``, atomically (a reader sees
+        the old file or the new one)."""
         self.directory.mkdir(parents=True, exist_ok=True)
         path = self._path(batch_id)
         temporary = path.with_suffix(".tmp")
         with temporary.open("w") as out:
-            json.dump({"queryId": query_id, "batchId": batch_id, **state.to_document()}, out, separators=(",", ":"))
+            document = {"queryId": query_id, "batchId": batch_id, "wallMs": wall_ms, **state.to_document()}
+            json.dump(document, out, separators=(",", ":"))
             out.flush()
             os.fsync(out.fileno())
         os.replace(temporary, path)

@@ -1,19 +1,19 @@
 """Open windows and the bound below which they are closed: the metrics job's window state, kept by its sink.
 
 Spark keeps one state for the metrics job, the eventId dedup (one stateful operator). Each micro-batch's
-events are aggregated per window and metric in that batch alone (:func:`pipeline.batch_partials`); this
-module merges those partial aggregates into the open windows and closes every window whose end is at or
-below ``closed_upto``: the largest event time read so far (heartbeats included) minus the watermark delay.
+events are aggregated per window, metric and Kafka partition in that batch alone
+(:func:`pipeline.batch_partials`); this module merges those partial aggregates into the open windows and
+closes every window whose end is at or below ``closed_upto``: the slowest active partition's event-time
+progress minus the watermark delay (``partition_progress.py`` states the rule, with idle partitions).
 
-Why a window closed here gets no later event: with one stateful operator Spark filters a batch's late rows
-with that batch's own watermark (``spark.sql.streaming.statefulOperator.allowMultiple`` false), which is the
-largest event time of the batches before it minus the delay, so at least ``closed_upto`` after this batch.
-An event of a closed window is older than the window's end, so at or below that watermark: dropped as late.
-(With two stateful operators Spark filters with the previous batch's watermark, and a window could still get
-an event in the next batch: that is why the aggregation is not a Spark state.)
+So a window is closed by the batch in which its last active partition passes its end + delay, with every
+event of that partition read (Kafka orders a partition): a lagging partition holds it open instead of
+having its events dropped as late. An event of a window closed before its batch is late: not merged, and
+counted (``Advanced.late_events``). Spark's own watermark (the dedup's) is global, the newest event time of
+all partitions minus the delay *plus* ``--partition-skew-ms`` (``job.py``), so Spark keeps the rows of a
+partition up to that far behind the others and the bound here decides what is late.
 
-So a window is closed by the batch that reads the event passing its end + delay, instead of a batch later as
-in Spark's append mode, with the same events in it. Pure: no Spark, no files.
+Pure: no Spark, no files.
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-NO_BOUND = -(2**63)  # closed_upto before any event: nothing is closed
+from sparkwire.aggregator.partition_progress import NO_BOUND, PartitionProgress, closing_bound, track_progress
+
+__all__ = ["NO_BOUND", "Advanced", "Aggregate", "OpenWindows", "Partial", "partial_from_row", "processing_id"]
 
 
 @dataclass
@@ -46,12 +48,14 @@ class Aggregate:
 @dataclass(frozen=True)
 class Partial:
     """One row of a batch's partial aggregation: ``metric`` None for the heartbeats' group (which only
-    moves event time), ``latest_ms`` the largest event time in the group."""
+    moves event time), ``latest_ms`` the largest event time in the group, ``partition`` the Kafka partition
+    its events came from."""
 
     window_end: int
     metric: str | None
     latest_ms: int
     aggregate: Aggregate | None
+    partition: int = 0
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,12 @@ class Advanced:
     """The result rows of the windows the batch closed."""
     after_close: int
     """Partials of windows closed by an earlier batch (dropped)."""
+    late_events: int = 0
+    """The events in those partials: late events, dropped."""
+    went_idle: list[int] = field(default_factory=list)
+    """Partitions that became idle in this batch."""
+    resumed: list[int] = field(default_factory=list)
+    """Idle partitions that sent again in this batch."""
 
 
 def processing_id(window_end_ms: int, metric: str) -> str:
@@ -69,28 +79,36 @@ def processing_id(window_end_ms: int, metric: str) -> str:
 
 @dataclass
 class OpenWindows:
-    """The windows not yet closed, and the bound at or below which windows are closed."""
+    """The windows not yet closed, the bound at or below which windows are closed, and each Kafka
+    partition's event-time progress."""
 
     window_ms: int
     delay_ms: int
     closed_upto: int = NO_BOUND
     open: dict[tuple[int, str], Aggregate] = field(default_factory=dict)
+    partitions: dict[int, PartitionProgress] = field(default_factory=dict)
 
-    def advance(self, partials: Iterable[Partial]) -> Advanced:
-        """Merge one batch's partial aggregates; return the windows this batch closes, as result rows
-        (``pipeline.WINDOW_SCHEMA``) in window-end and metric order, and the partials of windows closed
-        before this batch (never expected: Spark drops their events as late; counted, not merged)."""
+    def advance(self, partials: Iterable[Partial], *, now_ms: int = 0, idle_ms: int | None = None) -> Advanced:
+        """Merge one batch's partial aggregates, read at wall-clock ``now_ms``; return the windows this batch
+        closes, as result rows (``pipeline.WINDOW_SCHEMA``) in window-end and metric order, and the partials
+        of windows closed before this batch (late: counted, not merged). ``idle_ms``: how long a partition
+        may read nothing before it stops holding windows back (None: never)."""
         partials = list(partials)
         closed_before = self.closed_upto
-        after_close = 0
+        after_close = late_events = 0
+        newest_read: dict[int, int] = {}
         for partial in partials:
-            self.closed_upto = max(self.closed_upto, partial.latest_ms - self.delay_ms)
+            newest_read[partial.partition] = max(newest_read.get(partial.partition, NO_BOUND), partial.latest_ms)
+        step = track_progress(self.partitions, newest_read, now_ms, idle_ms)
+        self.partitions = step.progress
+        self.closed_upto = closing_bound(self.partitions, self.delay_ms, closed_before)
         for partial in partials:
             if partial.metric is None or partial.aggregate is None:
                 continue
             key = (partial.window_end, partial.metric)
             if key[0] <= closed_before:
                 after_close += 1
+                late_events += partial.aggregate.count
                 continue
             known = self.open.get(key)
             if known is None:
@@ -99,7 +117,7 @@ class OpenWindows:
                 known.merge(partial.aggregate)
         closing = sorted(key for key in self.open if key[0] <= self.closed_upto)
         rows = [self._result(end, metric, self.open.pop((end, metric))) for end, metric in closing]
-        return Advanced(rows, after_close)
+        return Advanced(rows, after_close, late_events, step.went_idle, step.resumed)
 
     def _result(self, end: int, metric: str, aggregate: Aggregate) -> dict[str, Any]:
         return {
@@ -112,13 +130,20 @@ class OpenWindows:
         return {
             "windowMs": self.window_ms, "delayMs": self.delay_ms, "closedUpto": self.closed_upto,
             "open": [[end, metric, a.count, a.sum, a.min, a.max] for (end, metric), a in sorted(self.open.items())],
+            "partitions": [[partition, p.event_time_ms, p.silent_since_ms, p.idle]
+                           for partition, p in sorted(self.partitions.items())],
         }
 
     @classmethod
     def from_document(cls, document: Mapping[str, Any]) -> OpenWindows:
+        """The state of :meth:`to_document`; a document from before per-partition progress (no
+        ``partitions``) loads with none known: the next batch's partitions start it."""
         state = cls(int(document["windowMs"]), int(document["delayMs"]), int(document["closedUpto"]))
         for end, metric, count, total, low, high in document["open"]:
             state.open[(int(end), str(metric))] = Aggregate(int(count), float(total), float(low), float(high))
+        for partition, event_time_ms, silent_since_ms, idle in document.get("partitions", []):
+            state.partitions[int(partition)] = PartitionProgress(
+                int(event_time_ms), None if silent_since_ms is None else int(silent_since_ms), bool(idle))
         return state
 
 
@@ -130,4 +155,4 @@ def partial_from_row(row: Mapping[str, Any]) -> Partial:
         aggregate = Aggregate(int(row["count"]), float(row["sum"]), float(row["min"]), float(row["max"]))
         if not all(math.isfinite(v) for v in (aggregate.sum, aggregate.min, aggregate.max)):
             raise ValueError(f"window {row['windowEnd']} of {metric!r}: a non-finite aggregate {aggregate}")
-    return Partial(int(row["windowEnd"]), metric, int(row["latestMs"]), aggregate)
+    return Partial(int(row["windowEnd"]), metric, int(row["latestMs"]), aggregate, int(row.get("partition") or 0))

@@ -120,3 +120,62 @@ def test_a_restarted_driver_resumes_from_the_checkpoint_and_a_replayed_batch_cha
     state = WindowStateFiles(tmp_path, 10_000, 5_000).load_before(3, QUERY)
     assert {key: vars(a) for key, a in state.open.items()} == {
         (20_000, "cpu"): {"count": 2, "sum": 12.0, "min": 4.0, "max": 8.0}}
+
+
+def partition_row(end: int, metric: str | None, latest: int, partition: int, count: int = 1) -> Row:
+    return Row({"windowEnd": end, "metricName": metric, "latestMs": latest, "count": count, "sum": float(count),
+                "min": 1.0, "max": 1.0, "partition": partition})
+
+
+LAGGING = {
+    0: [partition_row(10_000, "cpu", 9_000, 0), partition_row(10_000, "cpu", 9_500, 1)],
+    1: [partition_row(20_000, "cpu", 19_999, 0), partition_row(30_000, "cpu", 29_999, 0)],  # 1 lags
+    2: [partition_row(10_000, "cpu", 9_900, 1, count=4), partition_row(30_000, None, 30_000, 1)],
+}
+
+
+def lagging_sink(tmp_path: Path, writer: Writer, monkeypatch: pytest.MonkeyPatch, batches: dict[int, list[Row]],
+                 idle_ms: int | None) -> WindowClosingSink:
+    monkeypatch.setattr(closing_sink.pipeline, "batch_partials", lambda batch, _window_ms: Collected(batches[batch]))
+    sink = WindowClosingSink(writer, ResultEncoder(metrics_spec("metrics"), WINDOW_SCHEMA), FaultInjector(None),
+                             states=WindowStateFiles(tmp_path, 10_000, 5_000), idle_ms=idle_ms)
+    sink.bind_query(QUERY)
+    return sink
+
+
+def test_a_lagging_partition_holds_the_window_until_its_events_are_in(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    writer = Writer()
+    sink = lagging_sink(tmp_path, writer, monkeypatch, LAGGING, idle_ms=60_000)
+    late_before = closing_sink.LATE_EVENTS._value.get()
+    for batch_id in LAGGING:
+        sink(batch_id, batch_id)
+    assert closed(writer) == [(2, 10_000, 6, 6.0), (2, 20_000, 1, 1.0)]
+    assert closing_sink.LATE_EVENTS._value.get() == late_before
+
+
+def test_a_partition_silent_for_the_idle_time_is_logged_once_and_its_late_events_counted(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    clock = iter([0.0, 1.0, 100.0, 101.0])
+    batches = {
+        0: [partition_row(10_000, "cpu", 9_000, 0), partition_row(10_000, "cpu", 9_500, 1)],
+        1: [partition_row(20_000, "cpu", 19_999, 0)],  # partition 1 silent from here (1 s)
+        2: [partition_row(30_000, "cpu", 29_999, 0)],  # 100 s: idle, windows close without it
+        3: [partition_row(10_000, "cpu", 9_900, 1, count=4), partition_row(30_000, "cpu", 29_999, 0)],
+    }
+    writer = Writer()
+    sink = lagging_sink(tmp_path, writer, monkeypatch, batches, idle_ms=60_000)
+    sink.clock = lambda: next(clock)
+    late_before = closing_sink.LATE_EVENTS._value.get()
+    with caplog.at_level("INFO", logger=closing_sink.__name__):
+        for batch_id in batches:
+            sink(batch_id, batch_id)
+    assert closed(writer) == [(2, 10_000, 2, 2.0), (2, 20_000, 1, 1.0)]
+    assert closing_sink.LATE_EVENTS._value.get() == late_before + 4
+    idle_lines = [r for r in caplog.records if "idle" in r.getMessage()]
+    assert len(idle_lines) == 1 and "partition 1" in idle_lines[0].getMessage()
+    # A re-run of batch 2 by a restarted driver decides at the time its first run recorded, not now.
+    again = lagging_sink(tmp_path, writer, monkeypatch, batches, idle_ms=60_000)
+    again.clock = lambda: 2.0  # what a fresh decision would take: partition 1 not idle yet
+    again(2, 2)
+    assert WindowStateFiles(tmp_path, 10_000, 5_000).closed_upto()[2] == 24_999

@@ -3,6 +3,7 @@ batch, refused when they do not belong to the query or the job's window."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -48,3 +49,21 @@ def test_only_the_last_files_are_kept(tmp_path: Path) -> None:
     for batch_id in range(6):
         files.save(batch_id, QUERY, state_after(12_000 + batch_id))
     assert sorted(files.closed_upto()) == [3, 4, 5]
+
+
+def test_a_file_from_before_per_partition_progress_still_loads(tmp_path: Path) -> None:
+    files = WindowStateFiles(tmp_path, 10_000, 5_000)
+    files.directory.mkdir(parents=True)
+    old_format = {"queryId": QUERY, "batchId": 4, "windowMs": 10_000, "delayMs": 5_000, "closedUpto": 7_000,
+                  "open": [[20_000, "cpu", 1, 2.0, 2.0, 2.0]]}
+    (files.directory / "4.json").write_text(json.dumps(old_format))
+    state = files.load_before(5, QUERY)
+    assert (state.closed_upto, state.partitions, list(state.open)) == (7_000, {}, [(20_000, "cpu")])
+    assert files.recorded_wall_ms(4, QUERY) is None and files.closed_upto() == {4: 7_000}
+
+
+def test_the_wall_clock_time_a_batch_was_decided_at_is_kept_for_a_re_run(tmp_path: Path) -> None:
+    files = WindowStateFiles(tmp_path, 10_000, 5_000)
+    files.save(0, QUERY, state_after(12_000), wall_ms=1_700_000_000_123)
+    assert files.recorded_wall_ms(0, QUERY) == 1_700_000_000_123
+    assert files.recorded_wall_ms(0, "another") is None and files.recorded_wall_ms(1, QUERY) is None
