@@ -2,8 +2,12 @@
 
 This is the oracle of the exactly-once tests: it shares no code with the aggregator, only the contract
 (docs/replay-log.md): validity of a raw event, heartbeats (they move event time and count in no window),
-late events dropped (``lateness.py``), dedup by eventId, tumbling windows aligned to the epoch, results
-emitted once the watermark (max event time - delay) has passed the window end.
+late events dropped (``lateness.py``), dedup by eventId, tumbling windows aligned to the epoch, a window
+emitted once every partition's event time has passed its end + delay.
+
+Records are the produced values in produced order, each a string (partition unknown: all are taken as one
+partition's) or a ``(partition, value)`` pair when the caller chose the partitions; a heartbeat in a pair
+moves only that partition (the producer sends one to each).
 """
 
 from __future__ import annotations
@@ -13,7 +17,10 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from sparkwire_harness.verify.lateness import LatenessModel
+from sparkwire_harness.verify.lateness import UNKNOWN_PARTITION, LatenessModel
+
+Produced = str | tuple[int, str]
+"""A produced record's value, or (partition, value)."""
 
 MAX_TIMESTAMP_MS = 253_402_300_799_999
 
@@ -99,36 +106,38 @@ class Outcome:
 
 
 def expected_outcome(
-    raw_values: Iterable[str], window_ms: int, delay_ms: int, *, late_margin_ms: int | None = None
+    raw_values: Iterable[Produced], window_ms: int, delay_ms: int, *, late_margin_ms: int | None = None
 ) -> Outcome:
-    """Results for every window closed by the final watermark, and the events dropped as late, from the
-    records in produced order; ``late_margin_ms``: see ``lateness.py`` (None: no event may be late)."""
+    """Results for every window closed once every partition is read to its end, and the events dropped as
+    late, from the records in produced order; ``late_margin_ms``: see ``lateness.py`` (None: no event may
+    be late)."""
     outcome = Outcome()
     seen: set[str] = set()
     sums: dict[tuple[int, str], list[float]] = {}
-    lateness = LatenessModel(delay_ms, late_margin_ms)
-    for raw in raw_values:
+    lateness = LatenessModel(delay_ms, late_margin_ms, window_ms)
+    for produced in raw_values:
+        partition, raw = (UNKNOWN_PARTITION, produced) if isinstance(produced, str) else produced
         beat = parse_heartbeat(raw)
         if beat is not None:
-            lateness.advance(beat)
+            lateness.advance(beat, partition)
             continue
         event = parse_event(raw)
         if event is None:
             continue
-        if lateness.is_late(event.timestamp):
+        if lateness.is_late(event.timestamp, partition):
             outcome.late_events.append(event.event_id)
             continue
-        lateness.advance(event.timestamp)
+        lateness.advance(event.timestamp, partition)
         if event.event_id in seen:
             continue
         seen.add(event.event_id)
         start = event.timestamp - event.timestamp % window_ms
         sums.setdefault((start, event.metric), []).append(event.value)
-    if lateness.newest is None:
+    closed_upto = lateness.closed_upto()
+    if closed_upto is None:
         return outcome
-    watermark = lateness.newest - delay_ms
     for (start, metric), values in sums.items():
-        if start + window_ms <= watermark:
+        if start + window_ms <= closed_upto:
             result = WindowResult(metric, start, start + window_ms, len(values), sum(values), min(values),
                                   max(values))
             outcome.results[result.processing_id] = result
@@ -136,7 +145,7 @@ def expected_outcome(
 
 
 def expected_results(
-    raw_values: Iterable[str], window_ms: int, delay_ms: int, *, late_margin_ms: int | None = None
+    raw_values: Iterable[Produced], window_ms: int, delay_ms: int, *, late_margin_ms: int | None = None
 ) -> dict[str, WindowResult]:
-    """Results by processingId for every window closed by the final watermark."""
+    """Results by processingId for every window closed once every partition is read to its end."""
     return expected_outcome(raw_values, window_ms, delay_ms, late_margin_ms=late_margin_ms).results

@@ -82,3 +82,17 @@ def test_the_printed_schedule_names_every_fault_and_every_absence() -> None:
 def test_a_run_of_no_length_is_refused() -> None:
     with pytest.raises(ValueError, match="minutes"):
         build_schedule(1, 0)
+
+
+@pytest.mark.parametrize("seed", [1, 7, 61843, 90210])
+@pytest.mark.parametrize("minutes", [5, 10])
+def test_every_run_fails_over_the_input_partitions_leader_at_least_twice_for_the_whole_drawn_time(
+        seed: int, minutes: int) -> None:
+    """Issue 38: a lagging partition truncated windows; each kafka-leader fault makes partition 0 lag (its
+    backlog read after the failover), so every run has at least two, none cut short by the window's end."""
+    schedule = build_schedule(seed, minutes)
+    leader = [f for f in schedule.faults if f.kind == "kafka-leader"]
+    assert len(leader) >= (4 if minutes == 10 else 2), schedule.describe()
+    assert {dict(f.params)["partition"] for f in leader} == {0, 1}  # a crash and a cut
+    for fault in leader:
+        assert fault.duration_s >= 3.0 and fault.ends_s <= schedule.window_s - 2, fault.describe()

@@ -77,3 +77,33 @@ def test_without_a_margin_no_event_may_be_late() -> None:
     with pytest.raises(AmbiguousLateness):
         expected_results(raw, window_ms=1_000, delay_ms=500)
     assert len(expected_results(raw[:2], window_ms=1_000, delay_ms=500)) == 1
+
+
+def test_a_partition_produced_far_behind_another_costs_nothing() -> None:
+    """Issue 38: partition 1's events arrive 20 s of event time after partition 0's; each partition is in
+    order, so none is late and every window is complete."""
+    ahead = [(0, event(t, "cpu", 1.0, f"a{t}")) for t in range(0, 25_000, 100)]
+    behind = [(1, event(t, "cpu", 2.0, f"b{t}")) for t in range(0, 25_000, 100)]
+    outcome = expected_outcome(ahead + behind, window_ms=1_000, delay_ms=1_500)
+    assert outcome.late_events == []
+    by_end = {r.window_end: r for r in outcome.results.values()}
+    assert sorted(by_end) == list(range(1_000, 23_001, 1_000))  # up to the slowest's 24,900 - 1,500
+    assert all(r.count == 20 and r.total == 30.0 for r in by_end.values())
+    # The same records as one partition: partition 1's are behind by far more than the delay.
+    with pytest.raises(AmbiguousLateness):
+        expected_outcome([raw for _, raw in ahead + behind], window_ms=1_000, delay_ms=1_500)
+
+
+def test_late_means_behind_every_partition_and_the_slowest_partition_bounds_the_windows() -> None:
+    raw = [(p, event(t, "cpu", 1.0, f"{p}-{t}")) for t in range(0, 20_001, 1_000) for p in (0, 1)]
+    raw.append((1, event(3_500, "cpu", 100.0, "late")))  # both partitions at 20 s: its window closed
+    outcome = expected_outcome(raw, window_ms=1_000, delay_ms=500, late_margin_ms=5_000)
+    assert outcome.late_events == ["late"]
+    # a heartbeat on partition 0 alone moves no window: partition 1 still holds them
+    beat = [(0, json.dumps({"type": "heartbeat", "timestamp": 30_000}))]
+    assert expected_results(raw[:-1] + beat, 1_000, 500) == expected_results(raw[:-1], 1_000, 500)
+    # behind its own partition by more than the delay but not behind the slowest one: undecidable
+    lagging = [(0, event(t, "cpu", 1.0, f"a{t}")) for t in range(0, 20_001, 1_000)]
+    lagging += [(1, event(t, "cpu", 1.0, f"b{t}")) for t in (0, 5_000, 4_000)]
+    with pytest.raises(AmbiguousLateness):
+        expected_outcome(lagging, window_ms=1_000, delay_ms=500, late_margin_ms=5_000)
