@@ -55,7 +55,7 @@ def test_the_kind_release_with_a_job_and_a_gateway_roll_fits_the_node() -> None:
 
 
 def test_the_kind_release_with_the_replicated_redis_fits_the_node() -> None:
-    """tests/e2e/kind/test_redis_failover.py switches the release to `redis.replication.enabled` (three Redis
+    """tests/e2e/kind/test_replicated_redis.py switches the release to `redis.replication.enabled` (three Redis
     pods with a Sentinel each; no user job then): with a gateway roll (the switch rolls them) and a producer."""
     objects = render(KIND_VALUES, {"redis.replication.enabled": True})
     requested = requested_m(objects)

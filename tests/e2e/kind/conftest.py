@@ -12,9 +12,9 @@ not pass by skipping all of it.
 
 Order (``pytest_collection_modifyitems`` below): test_kind_chaos.py first (on the release as `make kind-up`
 installed it), then test_network_policy.py (probe pods, the release untouched), then test_own_query.py
-(adds a job to the release with helm, rolls it back after), then test_redis_failover.py and
-test_node_loss.py (each switches the release to the replicated Redis with helm and rolls it back after; the
-second stops a worker's container and starts it again), then test_drain.py (drains a worker, uncordons it
+(adds a job to the release with helm, rolls it back after), then test_replicated_redis.py (switches the
+release to the replicated Redis with helm once for its two tests and rolls it back after; the second stops
+a worker's container and starts it again), then test_drain.py (drains a worker, uncordons it
 after), then test_skaffold.py (skaffold redeploys the release), then test_helm_install.py, which uninstalls
 the release and deletes its volumes, so it goes last and leaves a release installed from release.env's
 images.
@@ -128,8 +128,8 @@ def progress(message: str) -> None:
 # --- test order -------------------------------------------------------------------------------------------
 
 _MODULE_ORDER = {name: rank for rank, name in enumerate([
-    "test_kind_chaos.py", "test_network_policy.py", "test_own_query.py", "test_redis_failover.py",
-    "test_node_loss.py", "test_drain.py", "test_skaffold.py", "test_helm_install.py"])}
+    "test_kind_chaos.py", "test_network_policy.py", "test_own_query.py", "test_replicated_redis.py",
+    "test_drain.py", "test_skaffold.py", "test_helm_install.py"])}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

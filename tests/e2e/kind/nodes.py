@@ -1,4 +1,4 @@
-"""The kind cluster's nodes, for the tests that lose or drain one (test_node_loss.py, test_drain.py): which
+"""The kind cluster's nodes, for the tests that lose or drain one (test_replicated_redis.py, test_drain.py): which
 node runs what, arranging that one worker runs a given pod, stopping and starting a node's container, and
 the node conditions and taints Kubernetes uses for a lost node."""
 

@@ -1,5 +1,5 @@
 """The chart's replicated Redis on the kind cluster, for the tests that lose its primary
-(test_redis_failover.py, test_node_loss.py): the Sentinels and data nodes asked from inside their pods, a
+(test_replicated_redis.py: the primary lost, a node lost): the Sentinels and data nodes asked from inside their pods, a
 Redis link that always reaches the current primary, and the fixture that switches the release to
 `redis.replication.enabled` and back (the single Redis's StatefulSet deleted without its pods first, as the
 chart README says: `podManagementPolicy` cannot change in place)."""
@@ -180,6 +180,33 @@ def delete_statefulset_keeping_pods(kube: Kube) -> None:
     raise AssertionError(f"statefulset {STATEFULSET} still there 60 s after its deletion")
 
 
+def replace_adopted_pods(kube: Kube, timeout: float = 120) -> None:
+    """Delete (gracefully: Redis writes its AOF on SIGTERM; the claim stays) every pod of the Redis
+    StatefulSet whose revision is not the StatefulSet's update revision: pods adopted from the StatefulSet
+    deleted with --cascade=orphan, which the controller would not replace while they are not Ready."""
+    deadline = time.monotonic() + timeout
+    while True:
+        statefulset = kube.apps.read_namespaced_stateful_set(STATEFULSET, NAMESPACE)
+        revision = statefulset.status.update_revision if statefulset.status else None
+        if revision or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert revision, f"statefulset {STATEFULSET} has no update revision after {timeout}s"
+    for pod in kube.pods(REDIS_SELECTOR):
+        labels = pod.metadata.labels or {}
+        if labels.get("controller-revision-hash") not in (None, revision) and not pod.metadata.deletion_timestamp:
+            kube.note(f"{pod.metadata.name} is of revision {labels['controller-revision-hash']}, the "
+                      f"StatefulSet's is {revision}: deleted so the StatefulSet starts it anew on its claim")
+            kube.delete_pod(pod.metadata.name)
+    while True:  # pod 0 of the StatefulSet's own revision, Ready (a terminating old one may still look Ready)
+        pod0 = next((p for p in kube.ready_pods(REDIS_SELECTOR) if p.metadata.name == REDIS_POD), None)
+        if pod0 is not None and (pod0.metadata.labels or {}).get("controller-revision-hash") == revision \
+                and not pod0.metadata.deletion_timestamp:
+            return
+        assert time.monotonic() < deadline + 300, f"{REDIS_POD} of revision {revision} not Ready: {redis_logs(kube)}"
+        time.sleep(2)
+
+
 def delete_replica_claims(kube: Kube) -> None:
     """Pods 1 and 2's claims (an earlier run's, or this run's after the rollback removed the pods): a replica
     starting on an old volume would bring an old Sentinel record along."""
@@ -245,11 +272,13 @@ class Replicated:
     epoch: str
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def replicated_redis(tools: Tools, kube: Kube, redis_link: RedisLink, release: Release) -> Iterator[Replicated]:
     """The release upgraded to `redis.replication.enabled=true` (the single Redis's pod 0 becomes the first
     primary on its own volume, pods 1 and 2 sync from it); afterwards rolled back to its revision, which
-    brings back the single Redis on pod 0's volume, and the replicas' claims deleted."""
+    brings back the single Redis on pod 0's volume, and the replicas' claims deleted. Module-scoped: the
+    switch and the way back take ~2.5 min each, so every test of the module that needs the replicated
+    Redis shares one switch."""
     revision = int(tools.helm_status()["version"])
     before = redis_link.meta(release.stream)
     kube.note(f"the single Redis: epoch {before.epoch}, last seq {before.last_seq}")
@@ -280,8 +309,12 @@ def replicated_redis(tools: Tools, kube: Kube, redis_link: RedisLink, release: R
         link.close()
         progress(f"restoring the release (revision {revision}): the single Redis on pod 0's volume")
         delete_statefulset_keeping_pods(kube)
-        tools.helm("rollback", RELEASE, str(revision), "--namespace", NAMESPACE, "--wait", "--timeout", "8m",
-                   timeout=600)
+        # No --wait: the new StatefulSet adopts the orphaned pod 0, which still has the replicated spec (a
+        # `sentinel` container whose script the single release's ConfigMap lacks, so it may never get Ready),
+        # and a StatefulSet does not replace a pod that never gets Ready (Kubernetes' "forced rollback"
+        # limitation): the adopted pod is replaced below, then everything is waited for.
+        tools.helm("rollback", RELEASE, str(revision), "--namespace", NAMESPACE, timeout=600)
+        replace_adopted_pods(kube)
         kube.wait_no_pods(",".join([REDIS_SELECTOR, "statefulset.kubernetes.io/pod-name notin (" + REDIS_POD + ")"]),
                           timeout=180)
         kube.wait_ready(REDIS_SELECTOR, 1)

@@ -3,7 +3,7 @@ through the Eviction API, which honours PodDisruptionBudgets) of a worker made t
 a gateway, while a producer writes events and 50 clients read through the ingress. Not the Redis pod's
 worker: the gateways' readiness is Redis's, so while Redis moved every gateway would be unready for a few
 seconds whatever the budget did (the first run saw exactly that); Redis moving to another node is what
-test_node_loss.py and test_kind_chaos.py do.
+test_replicated_redis.py and test_kind_chaos.py do.
 
 What is checked:
 - the drain finishes (exit 0) and leaves no pod of the release on the node;
@@ -94,7 +94,7 @@ class Drain:
 def arrange(kube: Kube, release: Release) -> str:
     """The worker to drain: one that does not run the Redis pod (the gateways' readiness is Redis's: with
     Redis moving, every gateway is unready for a few seconds whatever the budget, which would hide what the
-    budget does; Redis moving to another node is test_node_loss.py's and test_kind_chaos.py's), made to run
+    budget does; Redis moving to another node is test_replicated_redis.py's and test_kind_chaos.py's), made to run
     the driver and a gateway."""
     redis_node = node_of(kube, REDIS_POD)
     victim = next(n.metadata.name for n in sorted(kube.core.list_node().items, key=lambda n: n.metadata.name)

@@ -1,4 +1,6 @@
-"""A whole node lost under load: the worker that runs the Redis **primary**, a gateway and the Spark driver
+"""What test_replicated_redis.py's node-loss test does to a node, and watches for.
+
+A whole node lost under load: the worker that runs the Redis **primary**, a gateway and the Spark driver
 is stopped (`docker stop -t 0` of its kind node container: its processes get no time to shut down, as when
 a machine loses power) while a producer writes events and 50 clients read through the ingress.
 
@@ -24,48 +26,29 @@ from __future__ import annotations
 
 import time
 
-import pytest
-
-from sparkwire_harness.e2e.fault_loop import FaultLoop
-
 from .conftest import (
     DRIVER_SELECTOR,
-    GATEWAY_SELECTOR,
-    NAMESPACE,
     REDIS_SELECTOR,
     RELEASE_SELECTOR,
     Kube,
     Release,
-    check_exactly_once,
-    progress,
-    scenario,
 )
 from .nodes import (
     CONTROL_PLANE,
     OUT_OF_SERVICE,
-    cordon,
     docker,
     move_driver_and_a_gateway_onto,
-    node_of,
     placement,
     ready_condition,
     set_taint,
-    start_node,
 )
 from .redis_replicas import (
     PODS,
-    Replicated,
-    aggregator_counters,
     agreed_primary,
     redis_cli,
     redis_logs,
-    replicated_redis,
     wait_agreed_primary,
 )
-
-pytestmark = pytest.mark.slow
-
-__all__ = ["replicated_redis"]  # the fixture, used by name
 
 
 def make_primary(kube: Kube, pod: str) -> None:
@@ -147,49 +130,3 @@ class NodeLoss:
                 f"after {timeout}s: failover after {self.failover_s} s, NotReady after {self.not_ready_s} s")
             self.observe()
             time.sleep(2)
-
-
-@pytest.mark.timeout(2700)
-def test_a_node_with_the_redis_primary_a_gateway_and_the_driver_lost_under_load(
-    kube: Kube, release: Release, replicated_redis: Replicated,
-) -> None:
-    link = replicated_redis.link
-    kube.wait_ready(GATEWAY_SELECTOR, release.gateway_replicas)
-    victim = arrange_victim(kube, release)
-    driver = kube.driver()
-    assert driver is not None and driver.spec.node_name == victim
-    lost_gateways = {p for p, n in placement(kube, GATEWAY_SELECTOR).items() if n == victim}
-    loss = NodeLoss(kube, victim)
-
-    def recovered() -> None:
-        loss.wait()
-        new = kube.wait_for_driver(not_uid=driver.metadata.uid, timeout=420)
-        kube.note(f"new driver {new.metadata.name} on {new.spec.node_name}")
-        kube.wait_ready(GATEWAY_SELECTOR, release.gateway_replicas)
-        kube.wait_ready(REDIS_SELECTOR, len(PODS), timeout=300)
-
-    try:
-        clients, production = scenario(kube, link, release, FaultLoop(loss, every=5.0), after=recovered,
-                                       seconds=90, results_timeout=480, producer_off_node=victim)
-        check_exactly_once(clients, production, link, release, kube)
-        events = kube.events
-        assert loss.failover_s is not None and loss.new_primary is not None, events
-        assert node_of(kube, loss.new_primary) != victim, events
-        new_driver = kube.driver()
-        assert new_driver is not None and new_driver.spec.node_name != victim, events
-        gateways = placement(kube, GATEWAY_SELECTOR)
-        assert not lost_gateways & set(gateways) and victim not in gateways.values(), (lost_gateways, gateways)
-        meta = link.meta(replicated_redis.stream)
-        assert str(meta.epoch) == replicated_redis.epoch, f"a new epoch: {replicated_redis.epoch} -> {meta}"
-        assert meta.counters.get("tail_losses", 0) == 0, meta
-        counters = aggregator_counters(("sparkwire_aggregator_tail_losses_total",))
-        if isinstance(counters, dict):
-            assert counters.get("sparkwire_aggregator_tail_losses_total", 0) == 0, counters
-        progress(f"node {victim} lost: failover after {loss.failover_s:.0f} s, NotReady after "
-                 f"{loss.not_ready_s:.0f} s; {sum(c.client.stats().reconnects for c in clients)} client reconnects")
-    finally:
-        start_node(kube, victim)
-        for node in (victim, CONTROL_PLANE):
-            cordon(kube, node, False)
-        kube.wait_ready(REDIS_SELECTOR, len(PODS), timeout=300)
-        progress(f"Redis pods after the node came back: {placement(kube, REDIS_SELECTOR)} ({NAMESPACE})")

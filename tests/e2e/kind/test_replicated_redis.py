@@ -1,5 +1,9 @@
 """The chart's replicated Redis (`redis.replication.enabled`: 1 primary + 2 replicas in one StatefulSet, a
-Sentinel beside each) on the kind cluster, under the real pipeline: the release is switched to it with
+Sentinel beside each) on the kind cluster, under the real pipeline, in two tests that share one switch of
+the release (the module-scoped fixture redis_replicas.replicated_redis): the primary lost twice, then a
+whole node lost (node_loss.py says what that test does and checks).
+
+The first test: the release is switched to it with
 `helm upgrade --reuse-values` (the single Redis's StatefulSet deleted without its pods first, as the chart
 README says: `podManagementPolicy` cannot change in place), then while a producer Job writes events, the
 aggregator commits windows and 50 clients read them through the ingress, the Redis **primary** is lost
@@ -19,7 +23,7 @@ release as `make kind-up` installed it.
 
 Kafka stays one broker: `kafka.deploy.replicas` cannot change on an existing release (the KRaft quorum is
 formatted into the volumes), and three brokers beside the release would overcommit the 2 real cores the
-three kind nodes share. The loss of a whole node is test_node_loss.py's.
+three kind nodes share.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from sparkwire_harness.e2e.fault_loop import FaultLoop
 from .conftest import (
     DRIVER_SELECTOR,
     GATEWAY_SELECTOR,
+    NAMESPACE,
     REDIS_SELECTOR,
     Kube,
     Release,
@@ -40,7 +45,8 @@ from .conftest import (
     progress,
     scenario,
 )
-from .nodes import cordon
+from .node_loss import NodeLoss, arrange_victim
+from .nodes import CONTROL_PLANE, cordon, node_of, placement, start_node
 from .redis_replicas import (
     PODS,
     Replicated,
@@ -193,3 +199,49 @@ def test_redis_primary_lost_twice_under_load_with_replicas_and_sentinels(
     progress(f"replicated Redis: {faults.deleted} deleted -> {faults.promoted} promoted, {faults.deleted} back as "
              f"a replica; {faults.killed}'s redis shut down, the Sentinels now name {agreed_primary(kube)}; "
              f"{sum(c.client.stats().reconnects for c in clients)} client reconnects")
+
+
+@pytest.mark.timeout(2700)
+def test_a_node_with_the_redis_primary_a_gateway_and_the_driver_lost_under_load(
+    kube: Kube, release: Release, replicated_redis: Replicated,
+) -> None:
+    link = replicated_redis.link
+    kube.wait_ready(GATEWAY_SELECTOR, release.gateway_replicas)
+    victim = arrange_victim(kube, release)
+    driver = kube.driver()
+    assert driver is not None and driver.spec.node_name == victim
+    lost_gateways = {p for p, n in placement(kube, GATEWAY_SELECTOR).items() if n == victim}
+    loss = NodeLoss(kube, victim)
+
+    def recovered() -> None:
+        loss.wait()
+        new = kube.wait_for_driver(not_uid=driver.metadata.uid, timeout=420)
+        kube.note(f"new driver {new.metadata.name} on {new.spec.node_name}")
+        kube.wait_ready(GATEWAY_SELECTOR, release.gateway_replicas)
+        kube.wait_ready(REDIS_SELECTOR, len(PODS), timeout=300)
+
+    try:
+        clients, production = scenario(kube, link, release, FaultLoop(loss, every=5.0), after=recovered,
+                                       seconds=90, results_timeout=480, producer_off_node=victim)
+        check_exactly_once(clients, production, link, release, kube)
+        events = kube.events
+        assert loss.failover_s is not None and loss.new_primary is not None, events
+        assert node_of(kube, loss.new_primary) != victim, events
+        new_driver = kube.driver()
+        assert new_driver is not None and new_driver.spec.node_name != victim, events
+        gateways = placement(kube, GATEWAY_SELECTOR)
+        assert not lost_gateways & set(gateways) and victim not in gateways.values(), (lost_gateways, gateways)
+        meta = link.meta(replicated_redis.stream)
+        assert str(meta.epoch) == replicated_redis.epoch, f"a new epoch: {replicated_redis.epoch} -> {meta}"
+        assert meta.counters.get("tail_losses", 0) == 0, meta
+        counters = aggregator_counters(("sparkwire_aggregator_tail_losses_total",))
+        if isinstance(counters, dict):
+            assert counters.get("sparkwire_aggregator_tail_losses_total", 0) == 0, counters
+        progress(f"node {victim} lost: failover after {loss.failover_s:.0f} s, NotReady after "
+                 f"{loss.not_ready_s:.0f} s; {sum(c.client.stats().reconnects for c in clients)} client reconnects")
+    finally:
+        start_node(kube, victim)
+        for node in (victim, CONTROL_PLANE):
+            cordon(kube, node, False)
+        kube.wait_ready(REDIS_SELECTOR, len(PODS), timeout=300)
+        progress(f"Redis pods after the node came back: {placement(kube, REDIS_SELECTOR)} ({NAMESPACE})")
