@@ -1,4 +1,5 @@
-# sparkwire: `make setup` once (idempotent, cached in .cache/), then `make test`.
+# sparkwire: `make demo` (installs what the demo runs: `make setup-demo`) or `make test` (installs everything:
+# `make setup`). Both are idempotent, cached in .cache/.
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
 VENV := .venv/bin
@@ -6,13 +7,19 @@ CACHE := .cache
 # bench/ may be empty (git keeps no empty folders); ruff fails on a missing path.
 LINT_DIRS := $(wildcard services harness tests bench)
 
-.PHONY: setup test lint demo chaos clean kind-up kind-down e2e-kind bench-peers bench-spark bench-update bench-recovery
+.PHONY: setup setup-demo test lint demo chaos clean kind-up kind-down e2e-kind bench-peers bench-spark bench-update bench-recovery
 
 setup:
-	bash infra/setup.sh
+	bash infra/setup.sh all
 
+setup-demo:
+	bash infra/setup.sh demo
+
+# Two workers: the tests marked slow (Spark drivers, Redis topologies, timed faults) one after the other on
+# one of them, everything else beside them (tests/conftest.py). The 25 slowest tests are listed at the end.
+PYTEST_WORKERS ?= 2
 test: setup
-	$(VENV)/pytest tests
+	$(VENV)/pytest tests -n $(PYTEST_WORKERS) --dist loadgroup --durations=25 $(ARGS)
 	$(MAKE) --no-print-directory lint
 
 # services/sparkwire and harness/sparkwire_harness are the packages' folders, so mypy finds them by name.
@@ -20,7 +27,7 @@ lint:
 	$(VENV)/ruff check $(LINT_DIRS)
 	MYPYPATH=services:harness $(VENV)/mypy --config-file pyproject.toml -p sparkwire -p sparkwire_harness
 
-demo: setup
+demo: setup-demo
 	$(VENV)/python -m sparkwire_harness.demo $(ARGS)
 
 # The whole pipeline under a seeded fault schedule, checked exactly once (docs/reliability.md):
@@ -38,7 +45,7 @@ kind-down:
 	bash infra/kind/kind-down.sh
 
 e2e-kind: kind-up
-	SPARKWIRE_KIND_REQUIRED=1 $(VENV)/pytest tests/e2e/kind -v -rs $(ARGS)
+	SPARKWIRE_KIND_REQUIRED=1 $(VENV)/pytest tests/e2e/kind -v -rs --durations=0 $(ARGS)
 
 # Removes run state only; stops nothing and keeps the downloaded jars and the venv.
 clean:

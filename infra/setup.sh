@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# One-time (and idempotent) setup of everything sparkwire's tests and demo run on:
-# the Python venv, redis-server, nginx and chromium from apt, a real Kafka broker's jars and
-# Spark's Kafka connector jars from Maven Central, toxiproxy (the chaos run's fault proxy), the browser
-# client's npm dev dependencies, and helm
-# and friends from the Go module
-# proxy (infra/k8s-tools.sh). Each step is skipped while the
-# stamp of its inputs in .cache/stamps is fresh and its outputs exist.
+# One-time (and idempotent) setup of what sparkwire runs on, in two parts:
+#   infra/setup.sh demo  what `make demo` runs: the Python venv, redis-server and nginx from apt, a real Kafka
+#                        broker's jars and Spark's Kafka connector jars from Maven Central, the Spark driver's
+#                        class-data archive;
+#   infra/setup.sh all   (the default) that, plus what only the tests use: chromium and shellcheck from apt,
+#                        toxiproxy (the chaos run's fault proxy), the browser client's npm dev dependencies,
+#                        helm and friends from the Go module proxy (infra/k8s-tools.sh).
+# Each step is skipped while the stamp of its inputs in .cache/stamps is fresh and its outputs exist; each
+# step prints how long it took.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -41,13 +43,19 @@ step_venv() {
   stamp venv "$fp"
 }
 
+# step_apt [test] : redis-server and nginx (the demo's), and with `test` chromium (the browser client's test)
+# and shellcheck (the infra scripts' check).
 step_apt() {
-  header "System packages: redis-server, nginx, chromium (browser client test), shellcheck (infra scripts)"
   local missing=()
   command -v redis-server >/dev/null || missing+=(redis-server)
   command -v nginx >/dev/null || [[ -x /usr/sbin/nginx ]] || missing+=(nginx)
-  command -v chromium >/dev/null || missing+=(chromium)
-  command -v shellcheck >/dev/null || missing+=(shellcheck)
+  if [[ "${1:-}" == test ]]; then
+    header "System packages for the tests: chromium (browser client test), shellcheck (infra scripts)"
+    command -v chromium >/dev/null || missing+=(chromium)
+    command -v shellcheck >/dev/null || missing+=(shellcheck)
+  else
+    header "System packages: redis-server, nginx"
+  fi
   if ((${#missing[@]} == 0)); then
     echo "already installed"; return
   fi
@@ -128,13 +136,29 @@ step_npm() {
   stamp npm "$fp"
 }
 
-step_venv
-step_apt
-step_kafka
-step_spark_kafka
-step_spark_class_archive
-step_toxiproxy
-step_npm
-header "Kubernetes tooling from the Go module proxy (infra/k8s-tools.sh) -> .cache/k8s"
-bash infra/k8s-tools.sh
-header "setup done"
+step_k8s_tools() {
+  header "Kubernetes tooling from the Go module proxy (infra/k8s-tools.sh) -> .cache/k8s"
+  bash infra/k8s-tools.sh
+}
+
+PART="${1:-all}"
+[[ "$PART" == demo || "$PART" == all ]] || { echo "usage: infra/setup.sh [demo|all]" >&2; exit 2; }
+SETUP_T0="$(uptime_s)"
+# timed STEP : run a step, print how long it took (a cold first run is mostly Maven and Go downloads).
+timed() {
+  local start; start="$(uptime_s)"
+  "$@"
+  printf '   [%s: %d s]\n' "$1" $(($(uptime_s) - start))
+}
+timed step_venv
+timed step_apt
+timed step_kafka
+timed step_spark_kafka
+timed step_spark_class_archive
+if [[ "$PART" == all ]]; then
+  timed step_apt test
+  timed step_toxiproxy
+  timed step_npm
+  timed step_k8s_tools
+fi
+header "setup ($PART) done in $(($(uptime_s) - SETUP_T0)) s"

@@ -1,4 +1,5 @@
-"""free_port never hands out one port twice in a process, even when the OS offers it again."""
+"""free_port never hands out one port twice in a process, skips ports someone listens on, and gives each
+pytest-xdist worker a block of its own (two workers never draw the same port)."""
 
 from __future__ import annotations
 
@@ -9,29 +10,36 @@ import pytest
 from sparkwire_harness.stack import ports
 
 
-def test_a_port_the_os_offers_again_is_not_handed_out_twice(monkeypatch: pytest.MonkeyPatch) -> None:
-    offered = iter([41000, 41000, 41001])
-
-    class Probe:
-        def __init__(self, *args: object) -> None:
-            self.port = next(offered)
-
-        def __enter__(self) -> Probe:
-            return self
-
-        def __exit__(self, *exc: object) -> None:
-            pass
-
-        def bind(self, address: tuple[str, int]) -> None:
-            pass
-
-        def getsockname(self) -> tuple[str, int]:
-            return ("127.0.0.1", self.port)
-
+def test_a_port_is_not_handed_out_twice_in_a_process(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ports, "_handed_out", set())
-    monkeypatch.setattr(socket, "socket", Probe)
-    assert ports.free_port() == 41000
-    assert ports.free_port() == 41001  # 41000 offered again: skipped
+    monkeypatch.setattr(ports, "_block", lambda: range(41000, 41003))
+    picked = {ports.free_port() for _ in range(3)}
+    assert picked == {41000, 41001, 41002}
+    with pytest.raises(RuntimeError, match="no free port in 41000-41002"):
+        ports.free_port()
+
+
+def test_a_port_someone_listens_on_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        busy = listener.getsockname()[1]
+        monkeypatch.setattr(ports, "_handed_out", set())
+        monkeypatch.setattr(ports, "_block", lambda: range(busy, busy + 2))
+        assert ports.free_port() == busy + 1
+
+
+def test_each_xdist_worker_draws_from_its_own_block_below_the_ephemeral_range(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    blocks = {}
+    for worker in ("gw0", "gw1", "gw2", "gw3"):
+        monkeypatch.setenv("PYTEST_XDIST_WORKER", worker)
+        blocks[worker] = set(ports._block())
+    monkeypatch.delenv("PYTEST_XDIST_WORKER")
+    assert set(ports._block()) == blocks["gw0"]  # a serial run: the first block
+    assert all(max(block) < 32768 for block in blocks.values())  # Linux's ephemeral range starts there
+    assert all(blocks[a].isdisjoint(blocks[b]) for a in blocks for b in blocks if a < b)
 
 
 def test_real_ports_are_distinct() -> None:
