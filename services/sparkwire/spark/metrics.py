@@ -1,4 +1,5 @@
-"""Prometheus metrics of the aggregator driver (prefix ``sparkwire_``)."""
+"""Prometheus metrics of a driver delivering queries: the metrics job's (``sparkwire_aggregator_*``), the sink's
+(``sparkwire_sink_*``) and every delivered query's (``sparkwire_query_*``, labelled by query)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,15 @@ WINDOW_ROWS_AFTER_CLOSE = Counter(
     "Partial aggregates of windows the sink had already closed, dropped (never expected: Spark drops their events "
     "as late)",
 )
+# Per streaming query (its name, or its id when it has none), for every query sparkwire delivers: a team's own
+# and the metrics job's. A row behind Spark's watermark is dropped by a stateful operator without a trace in
+# the results; with a lagging Kafka partition, on-time rows can be (docs/deliver-your-own-query.md).
+QUERY_INPUT_ROWS = Counter("sparkwire_query_input_rows", "Rows read by a delivered streaming query", ["query"])
+QUERY_ROWS_DROPPED_BY_WATERMARK = Counter(
+    "sparkwire_query_rows_dropped_by_watermark",
+    "Rows a delivered query's stateful operators dropped as behind Spark's watermark (numRowsDroppedByWatermark "
+    "of the query progress): events missing from the results", ["query"],
+)
 KAFKA_OFFSETS_BEHIND = Gauge(
     "sparkwire_aggregator_kafka_offsets_behind",
     "Kafka records not read yet, on the query's most lagging partition (Spark's maxOffsetsBehindLatest)", ["query"],
@@ -43,7 +53,9 @@ COMMIT_SECONDS = Histogram(
     buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0),
 )
 ROWS_SKIPPED = Counter(
-    "sparkwire_sink_rows_skipped", "Result rows not delivered because their key or id is null (e.g. heartbeat windows)"
+    "sparkwire_sink_rows_skipped",
+    "Result rows not delivered because every key column is null: no result (e.g. the metrics job's heartbeat "
+    "windows); a partly null key is a result, and delivered", ["stream"],
 )
 LAST_SEQ = Gauge("sparkwire_sink_last_seq", "Last seq committed to the replay log")
 REBUILDS = Counter(

@@ -59,6 +59,7 @@ class ReplayLogSink:
         # The epoch this driver last wrote to or found, which every commit is fenced on; None until its
         # first batch has looked at the log.
         self._epoch: str | None = None
+        self._skip_logged = False
 
     def bind_query(self, query_id: str) -> None:
         self._query_id = query_id
@@ -84,7 +85,15 @@ class ReplayLogSink:
         rows = prepare(batch).collect()  # runs the batch's plan: Kafka, parse, state
         encoded = self.encoder.encode(rows, revision=batch_id)
         if encoded.skipped:
-            metrics.ROWS_SKIPPED.inc(encoded.skipped)
+            stream = self.encoder.spec.stream
+            metrics.ROWS_SKIPPED.labels(stream=stream).inc(encoded.skipped)
+            if not self._skip_logged:  # once per query: a query with such rows has them in most batches
+                self._skip_logged = True
+                log.warning("stream %s: rows whose key columns %s are all null are no results and are not "
+                            "delivered; counted in sparkwire_sink_rows_skipped_total, not logged again",
+                            stream, list(self.encoder.spec.keys), extra={"fields": {
+                                "event": "rows_skipped", "stream": stream, "batchId": batch_id,
+                                "rows": encoded.skipped}})
         return encoded.records
 
     def batch_committed(self, batch_id: int) -> None:
