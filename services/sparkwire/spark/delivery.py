@@ -8,6 +8,7 @@ commits each micro-batch atomically with its batch id (``sink.py``), and writes 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +26,8 @@ from sparkwire.spark.sink import ReplayLogSink
 from sparkwire.spark.source import SourceQuery
 from sparkwire.spark.stream import StreamSpec
 from sparkwire.spark.types import OutputMode
+
+log = logging.getLogger(__name__)
 
 AVAILABLE = "available"
 _DATAFRAME_ONLY = ("the query was given as a DataFrame; give a SourceQuery (source, events, query) so that sparkwire "
@@ -70,8 +73,20 @@ class Job:
     checkpoint directory given (``rebuild_plan``); None for Spark's own output modes."""
 
 
+def window_unnamed(spec: StreamSpec, schema: Any) -> str | None:
+    """Why the rebuild cannot find the result's windows (``window=`` not given), with the fix; None when given."""
+    if spec.window is not None:
+        return None
+    from pyspark.sql import types as T
+
+    structs = [f.name for f in schema.fields if isinstance(f.dataType, T.StructType)
+               and {"start", "end"} <= set(f.dataType.names)]
+    fix = f"window={structs[0]!r} (the window struct column)" if structs else "window=(start column, end column)"
+    return f"the result's window is not named: give {fix}, which the rebuild needs to tell which windows it recomputes"
+
+
 def _spec(stream: str, key: str | Sequence[str], mode: OutputMode, id_column: str | None, id_from: Sequence[str],
-          event_time: str | None, window: tuple[str, str] | None, value_fields: Sequence[str] | None, title: str,
+          event_time: str | None, window: str | tuple[str, str] | None, value_fields: Sequence[str] | None, title: str,
           units: Mapping[str, str] | None) -> StreamSpec:
     return StreamSpec(stream=stream, key=key, mode=mode, id_column=id_column, id_from=tuple(id_from),
                       event_time=event_time, window=window, value_fields=value_fields, title=title,
@@ -90,8 +105,13 @@ def prepare_sink(query: SourceQuery | Any, spec: StreamSpec, target: Target, *, 
         frame, reason = query, _DATAFRAME_ONLY
     check_deliverable(frame, spec)
     encoder = ResultEncoder(spec, frame.schema)
-    if reason is None and spec.window is None:
-        reason = "the result's window columns are not named (window=(start column, end column))"
+    reason = reason or window_unnamed(spec, frame.schema)
+    if reason is not None:
+        # Said now, not only in the descriptor: a lost log will be reported, not rebuilt, and the fix is
+        # in the query's code.
+        log.warning("stream %s: a lost replay log cannot be rebuilt: %s", spec.stream, reason,
+                    extra={"fields": {"event": "rebuild_unavailable_at_start", "stream": spec.stream,
+                                      "reason": reason}})
     rebuilder = HistoryRebuilder(query, encoder, target.checkpoint) if reason is None else None
     descriptor = json.dumps(spec.descriptor(frame.schema, reason or AVAILABLE), separators=(",", ":"))
     sink = ReplayLogSink(target.writer(spec.stream), encoder, faults or FaultInjector.from_env(), rebuilder, descriptor,
@@ -126,7 +146,7 @@ def deliver(
     id_column: str | None = None,
     id_from: Sequence[str] = (),
     event_time: str | None = None,
-    window: tuple[str, str] | None = None,
+    window: str | tuple[str, str] | None = None,
     value_fields: Sequence[str] | None = None,
     title: str = "",
     units: Mapping[str, str] | None = None,
@@ -136,7 +156,8 @@ def deliver(
     """Deliver ``query`` exactly once into ``stream``; returns the started ``StreamingQuery``.
 
     ``query`` is a :class:`SourceQuery` (rebuildable: ``spark`` needed) or a streaming DataFrame (a lost log
-    is then reported, not rebuilt). The other arguments are :class:`StreamSpec`'s and :class:`Target`'s.
+    is then reported, not rebuilt). The other arguments are :class:`StreamSpec`'s and :class:`Target`'s;
+    ``window`` is Spark's window struct column by name (``"window"``) or a pair (start column, end column).
     Raises :class:`~sparkwire.spark.stream.DeliveryError` or
     :class:`~sparkwire.spark.encoding.UnencodableSchema` before anything starts.
     """

@@ -22,7 +22,7 @@ from typing import Any
 
 from sparkwire import logs
 from sparkwire.options import add_option, jvm_memory, non_negative_int, positive_int
-from sparkwire.spark.delivery import Job, deliver_job
+from sparkwire.spark.delivery import Job, deliver_job, window_unnamed
 from sparkwire.spark.records import ResultEncoder
 from sparkwire.spark.session import QUICK_JIT, spark_session
 
@@ -135,15 +135,14 @@ def rebuild(job: Job, spark: Any, upto: int | None, command: str = "sparkwire re
     3 when part of it is past retention, 2 when the job cannot be rebuilt."""
     from sparkwire.spark.rebuild import HistoryRebuilder
 
-    reason = job.query.rebuild_unavailable(spark)
-    if reason is None and job.spec.window is None:
-        reason = "the result's window columns are not named (StreamSpec.window)"
+    schema = job.query.stream(spark).schema
+    reason = job.query.rebuild_unavailable(spark) or window_unnamed(job.spec, schema)
     if reason is not None:
         print(f"{command}: ERROR stream {job.spec.stream} cannot be rebuilt: {reason}", file=sys.stderr)
         return 2
     target = job.target
     writer = target.writer(job.spec.stream)
-    encoder = ResultEncoder(job.spec, job.query.stream(spark).schema)
+    encoder = ResultEncoder(job.spec, schema)
     closed_upto = functools.partial(job.closed_upto, target.checkpoint) if job.closed_upto else None
     report = HistoryRebuilder(job.query, encoder, target.checkpoint, closed_upto)(spark, writer, upto)
     for line in report.lines():

@@ -29,13 +29,18 @@ WINDOW_START = "__sparkwire_window_start_ms"
 WINDOW_END = "__sparkwire_window_end_ms"
 
 
-def _millis(frame: Any, column: str) -> Any:
+def _millis(frame: Any, path: tuple[str, ...]) -> Any:
+    """The window bound at ``path`` (a column, or a struct's field) of ``frame`` in epoch milliseconds."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    if isinstance(frame.schema[column].dataType, (T.TimestampType, T.TimestampNTZType)):
-        return F.unix_millis(F.col(column).cast("timestamp"))
-    return F.col(column).cast("long")
+    column = F.col(f"`{path[0]}`")
+    data_type = frame.schema[path[0]].dataType
+    for name in path[1:]:
+        column, data_type = column[name], data_type[name].dataType
+    if isinstance(data_type, (T.TimestampType, T.TimestampNTZType)):
+        return F.unix_millis(column.cast("timestamp"))
+    return column.cast("long")
 
 
 def recompute(spark: Any, query: SourceQuery, encoder: ResultEncoder, plan: RebuildPlan) -> dict[int, list[Record]]:
@@ -43,7 +48,7 @@ def recompute(spark: Any, query: SourceQuery, encoder: ResultEncoder, plan: Rebu
     spec = encoder.spec
     if not plan.batches:
         return {}
-    if spec.window is None:
+    if spec.window_bounds is None:
         raise ValueError(f"stream {spec.stream}: the rebuild needs the result's window columns (StreamSpec.window)")
     first, last = plan.batches[0], plan.batches[-1]
     ending = dict(last.end)
@@ -51,9 +56,11 @@ def recompute(spark: Any, query: SourceQuery, encoder: ResultEncoder, plan: Rebu
     late = [(p, batch.start.get(p, end), end, batch.late_watermark_ms)
             for batch in plan.batches for p, end in batch.end.items() if end > batch.start.get(p, end)]
     results = query.recompute(spark, starting, ending, late)
-    start_column, end_column = spec.window
-    windows = prepare(results).withColumn(WINDOW_START, _millis(results, start_column)).withColumn(
-        WINDOW_END, _millis(results, end_column))
+    start_path, end_path = spec.window_bounds
+    # Read from ``results`` itself: ``prepare`` turns its timestamps into microseconds, which a cast back to a
+    # timestamp would take for seconds.
+    windows = prepare(results.withColumn(WINDOW_START, _millis(results, start_path)).withColumn(
+        WINDOW_END, _millis(results, end_path)))
     by_batch: dict[int, list[Any]] = {}
     for row in windows.collect():
         start, end = row[WINDOW_START], row[WINDOW_END]
