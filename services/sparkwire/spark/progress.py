@@ -22,6 +22,18 @@ def _custom_metric(operator: Any, name: str) -> int:
     return int(values.get(name, 0) or 0)
 
 
+def rows_dropped_by_watermark(progress: Any) -> int:
+    """Rows the progress's stateful operators dropped as behind the watermark (each operator filters its own
+    input, so a row is counted by the first operator that drops it)."""
+    return sum(int(op.numRowsDroppedByWatermark or 0) for op in progress.stateOperators or ())
+
+
+def query_label(progress: Any) -> str:
+    """A query's metrics label: its name, or its id when it has none (a name is what an operator set and
+    knows; an unnamed query's id is stable across restarts on the same checkpoint)."""
+    return str(progress.name or progress.id)
+
+
 def offsets_behind(progress: Any) -> int | None:
     """The largest ``maxOffsetsBehindLatest`` over the progress's Kafka sources; None when none reports it
     (the Kafka source reports it once it has fetched the latest offsets)."""
@@ -93,7 +105,10 @@ class ProgressReporter(StreamingQueryListener):
             fields["malformed"] = malformed
         if progress.name != DEADLETTER_QUERY:  # a delivered query
             metrics.INPUT_ROWS.inc(progress.numInputRows)
-            dropped_late = sum(op.numRowsDroppedByWatermark for op in progress.stateOperators)
+            dropped_late = rows_dropped_by_watermark(progress)
+            query = query_label(progress)
+            metrics.QUERY_INPUT_ROWS.labels(query=query).inc(progress.numInputRows)
+            metrics.QUERY_ROWS_DROPPED_BY_WATERMARK.labels(query=query).inc(dropped_late)
             duplicates = sum(
                 _custom_metric(op, "numDroppedDuplicateRows") for op in progress.stateOperators
             )
