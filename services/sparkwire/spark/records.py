@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +56,24 @@ def _order(value: JsonValue) -> tuple[int, Any]:
     return (0, 0) if value is None else (1, value)
 
 
+def _ordering_time(spec: StreamSpec) -> Callable[[dict[str, JsonValue]], JsonValue]:
+    """A payload's time, which orders a batch's records: the event time column; without one, the end of a
+    window struct column, which no top-level column can name (so that a key's newest window is still its
+    last entry of the batch, and the state's). A pair of window columns leaves the order as it was: such a
+    stream can name its end as ``event_time``, and a running stream's batches keep the order they had."""
+    if spec.event_time:
+        column = spec.event_time
+        return lambda payload: payload[column]
+    if isinstance(spec.window, str):
+        struct = spec.window
+
+        def window_end(payload: dict[str, JsonValue]) -> JsonValue:
+            window = payload[struct]
+            return window.get("end") if isinstance(window, dict) else None
+        return window_end
+    return lambda payload: None
+
+
 @dataclass
 class EncodedBatch:
     records: list[Record]
@@ -71,6 +89,7 @@ class ResultEncoder:
         spec.check_columns(schema)
         self.spec = spec
         self._encode = row_encoder(schema)
+        self._time = _ordering_time(spec)
 
     def encode(self, rows: Iterable[Any], revision: int) -> EncodedBatch:
         spec = self.spec
@@ -96,7 +115,7 @@ class ResultEncoder:
                 payload[REVISION_FIELD] = revision
                 record_id = f"{result_id}@{revision}"
             key = key_text(keys)
-            when = payload[spec.event_time] if spec.event_time else None
+            when = self._time(payload)
             record = Record(processing_id=record_id, key=key, payload=_canonical(payload))
             ordered.append(((_order(when), key, record_id), record))
         ordered.sort(key=lambda item: item[0])

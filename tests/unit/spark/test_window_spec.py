@@ -74,3 +74,18 @@ def test_without_window_the_reason_names_the_struct_to_give() -> None:
     assert "give window='window' (the window struct column)" in (window_unnamed(spec(None), SCHEMA) or "")
     flat = T.StructType([f for f in SCHEMA.fields if f.name not in ("window", "bad")])
     assert "give window=(start column, end column)" in (window_unnamed(spec(None), flat) or "")
+
+
+def test_without_an_event_time_a_struct_windows_end_orders_the_batch() -> None:
+    """A key's newest window is its last entry of the batch, and so the state's entry for it."""
+    from sparkwire.spark.records import ResultEncoder
+
+    schema = T.StructType([T.StructField("window", T.StructType([T.StructField("start", T.LongType()),
+                                                                  T.StructField("end", T.LongType())])),
+                           T.StructField("region", T.StringType()), T.StructField("orders", T.LongType())])
+    update = StreamSpec(stream="orders", key="region", mode="update", id_from=("window", "region"), window="window")
+    rows = [{"window": {"start": start, "end": start + 10}, "region": region, "orders": 1}
+            for start in (30, 0, 20, 10) for region in ("us", "eu")]
+    records = ResultEncoder(update, schema).encode(rows, revision=5).records
+    ends = [(json.loads(r.payload)["window"]["end"], r.key) for r in records]
+    assert ends == sorted(ends) and ends[-1] == (40, "us")
