@@ -92,8 +92,9 @@ def test_cluster_shape_for_the_tests(path: Path) -> None:
 
 
 def test_offline_volumes_are_on_a_directory_every_node_mounts() -> None:
-    """A volume must outlive its node (the node-loss test, tests/e2e/kind/test_replicated_redis.py): every node mounts the one host directory
-    kind-up substitutes for SHARED_STORAGE_DIR where the node image's local-path-provisioner keeps volumes."""
+    """A volume must outlive its node (the node-loss test, tests/e2e/kind/test_replicated_redis.py): every
+    node mounts the one host directory kind-up substitutes for SHARED_STORAGE_DIR where the node image's
+    local-path-provisioner keeps volumes."""
     config = load_yaml(OFFLINE_CONFIG)
     for node in config["nodes"]:
         assert {"hostPath": "SHARED_STORAGE_DIR", "containerPath": "/var/local-path-provisioner"} \
