@@ -132,7 +132,8 @@ def metrics_job(args: argparse.Namespace) -> Job:
     target = Target(redis_url=args.redis_url, checkpoint=f"{args.checkpoint.rstrip('/')}/aggregate",
                     trigger_ms=args.trigger_ms, retention=args.retention, chunk_size=args.chunk_size,
                     query_name=AGGREGATE_QUERY, replicas=args.redis_replicas)
-    return Job(query, spec, target, functools.partial(_closed_upto, args.window_ms, args.watermark_delay_ms))
+    return Job(query, spec, target, functools.partial(_closed_upto, args.window_ms, args.watermark_delay_ms),
+               window_ms=args.window_ms)
 
 
 def start_metrics(spark: Any, args: argparse.Namespace, faults: FaultInjector | None = None) -> Any:
@@ -156,7 +157,7 @@ def start_metrics(spark: Any, args: argparse.Namespace, faults: FaultInjector | 
     encoder = ResultEncoder(spec, pipeline.WINDOW_SCHEMA)
     assert job.closed_upto is not None
     rebuilder = HistoryRebuilder(query, encoder, target.checkpoint,
-                                 functools.partial(job.closed_upto, target.checkpoint))
+                                 functools.partial(job.closed_upto, target.checkpoint), job.window_ms)
     descriptor = json.dumps(spec.descriptor(pipeline.WINDOW_SCHEMA, AVAILABLE), separators=(",", ":"))
     states = WindowStateFiles(target.checkpoint, args.window_ms, args.watermark_delay_ms)
     sink = WindowClosingSink(target.writer(spec.stream), encoder, faults or FaultInjector.from_env(), rebuilder,

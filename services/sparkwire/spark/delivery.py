@@ -71,6 +71,9 @@ class Job:
     closed_upto: Callable[[str], Mapping[int, int]] | None = None
     """For a job whose sink closes its windows itself (the metrics job): each batch's bound, read from the
     checkpoint directory given (``rebuild_plan``); None for Spark's own output modes."""
+    window_ms: int | None = None
+    """With ``closed_upto``: the length of the tumbling windows the sink closes, with which the rebuild tells
+    which of a batch's events the sink dropped as late (``rebuild_plan``)."""
 
 
 def window_unnamed(spec: StreamSpec, schema: Any) -> str | None:

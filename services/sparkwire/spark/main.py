@@ -144,7 +144,7 @@ def rebuild(job: Job, spark: Any, upto: int | None, command: str = "sparkwire re
     writer = target.writer(job.spec.stream)
     encoder = ResultEncoder(job.spec, schema)
     closed_upto = functools.partial(job.closed_upto, target.checkpoint) if job.closed_upto else None
-    report = HistoryRebuilder(job.query, encoder, target.checkpoint, closed_upto)(spark, writer, upto)
+    report = HistoryRebuilder(job.query, encoder, target.checkpoint, closed_upto, job.window_ms)(spark, writer, upto)
     for line in report.lines():
         print(f"{command}: {line}", file=sys.stdout if not line.startswith("ERROR") else sys.stderr)
     return 0 if report.plan.complete else 3
@@ -174,7 +174,8 @@ def placed(job: Job, args: argparse.Namespace) -> Job:
     if args.checkpoint:
         target = dataclasses.replace(target, checkpoint=args.checkpoint)
     spec = dataclasses.replace(job.spec, stream=args.stream) if args.stream else job.spec
-    return Job(dataclasses.replace(job.query, source=source), spec, target)
+    # replace(): the job's other settings (a closing sink's closed_upto and window_ms) stay.
+    return dataclasses.replace(job, query=dataclasses.replace(job.query, source=source), spec=spec, target=target)
 
 
 def main(job: Job, argv: Sequence[str] | None = None) -> int:

@@ -90,13 +90,19 @@ class HistoryRebuilder:
     query's own checkpoint directory, the one ``checkpointLocation`` names)."""
 
     def __init__(self, query: SourceQuery, encoder: ResultEncoder, checkpoint: str,
-                 closed_upto: Callable[[], Mapping[int, int]] | None = None) -> None:
-        """``closed_upto``: for a job whose sink closes windows itself, each batch's bound
-        (``rebuild_plan``'s module docstring); None for Spark's own output modes."""
+                 closed_upto: Callable[[], Mapping[int, int]] | None = None, window_ms: int | None = None) -> None:
+        """``closed_upto``: for a job whose sink closes windows itself, each batch's bound, and ``window_ms``
+        the length of its tumbling windows (``rebuild_plan``'s module docstring); None for Spark's own output
+        modes."""
+        if closed_upto is not None and window_ms is None:
+            # Refused here, when the job starts, rather than when a lost log needs the rebuild.
+            raise ValueError("a sink that closes its windows itself needs window_ms for its rebuild: without it, "
+                             "events the sink dropped as late would be counted")
         self.query = query
         self.encoder = encoder
         self.checkpoint = checkpoint
         self.closed_upto = closed_upto
+        self.window_ms = window_ms
 
     def plan(self, upto: int | None = None) -> RebuildPlan:
         """``upto`` None: everything the commit log says is done."""
@@ -104,7 +110,8 @@ class HistoryRebuilder:
         history = read_history(self.checkpoint, source.topic)
         earliest = earliest_offsets(source.bootstrap_servers, source.topic)
         return plan_rebuild(history, history.committed + 1 if upto is None else upto, earliest,
-                            self.query.watermark_delay_ms, self.closed_upto() if self.closed_upto else None)
+                            self.query.watermark_delay_ms, self.closed_upto() if self.closed_upto else None,
+                            self.window_ms)
 
     def __call__(self, spark: Any, writer: ReplayLogWriter, upto: int | None = None,
                  lost_tail_of: str = "") -> RebuildReport:

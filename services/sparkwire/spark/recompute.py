@@ -3,8 +3,9 @@
 The user's own ``events`` and ``query`` (``source.SourceQuery``) run again, so processingIds and values are
 the same by construction. Batch mode ignores watermarks, so Spark's streaming rule is applied from the
 checkpoint (``rebuild_plan.py``): every record belongs to the batch whose offset range holds it, and an
-event is dropped as late when its event time is at or below the watermark that batch filtered late rows
-with (the previous batch's).
+event is dropped as late when its event time is at or below that batch's late bound (``BatchInput.
+late_watermark_ms``): the watermark it filtered late rows with (the previous batch's), and for a sink that
+closes windows itself, at least what that sink had closed before the batch.
 
 Which results go into the rebuilt log, and as part of which batch:
 

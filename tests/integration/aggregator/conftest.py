@@ -57,6 +57,9 @@ class Pipeline:
     # The event files of the parts produced so far, and the event time where the next part begins.
     parts: list[Path] = field(default_factory=list)
     next_start_ms: int = START_MS
+    # The aggregator's --partition-skew-ms (0: its default, twice the delay). Larger, Spark's watermark keeps
+    # events that the sink's closing rule drops as late (those its rebuild must drop too).
+    partition_skew_ms: int = 0
 
     @property
     def topic(self) -> str:
@@ -116,7 +119,7 @@ class Pipeline:
             "--window-ms", str(WINDOW_MS), "--watermark-delay-ms", str(DELAY_MS), "--trigger-ms", "300",
             "--max-offsets-per-trigger", str(self.max_offsets_per_trigger),
             "--chunk-size", str(self.chunk_size), "--metrics-port", str(self.metrics_port),
-            "--redis-replicas", str(self.redis_replicas),
+            "--redis-replicas", str(self.redis_replicas), "--partition-skew-ms", str(self.partition_skew_ms),
         ]  # fmt: skip
         env = {"SPARKWIRE_FAULT": fault} if fault else {}
         process = ManagedProcess(f"aggregate-{len(self.runs)}", command, self.workdir, env=env)

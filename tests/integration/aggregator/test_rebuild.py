@@ -2,7 +2,9 @@
 
 Redis wiped under a running aggregator (FLUSHALL, then a restart without its AOF) while a gateway serves
 a connected client: the aggregator rebuilds the lost results before committing anything else, and the
-log — and the client, after its snapshot resync — ends with exactly the independent oracle's results.
+log — and the client, after its snapshot resync — ends with exactly the independent oracle's results,
+late events included: Spark's watermark keeps them, the sink drops them (their windows closed), and so does
+the rebuild.
 Past Kafka's retention (records deleted with the admin API) the rebuild publishes only windows it can
 recompute exactly, marks the rest lost in the meta hash and counts it. ``sparkwire rebuild`` run by hand.
 """
@@ -73,7 +75,10 @@ def test_log_wiped_by_flushall_and_by_a_restart_without_aof_is_rebuilt_under_a_l
 ) -> None:
     kafka_broker.create_topic(f"{unique_name}-raw", partitions=2)
     kafka_broker.create_topic(f"{unique_name}-dlq", partitions=1)
-    pipeline = Pipeline(unique_name, tmp_path, kafka_broker, own_redis, chunk_size=3, max_offsets_per_trigger=150)
+    # Spark's watermark 20 s + the delay behind the newest event: it keeps the events 10 s late, which the sink
+    # drops (their windows closed), and so must the rebuild — from Spark's watermark alone it would count them.
+    pipeline = Pipeline(unique_name, tmp_path, kafka_broker, own_redis, chunk_size=3, max_offsets_per_trigger=150,
+                        partition_skew_ms=20_000)
     # Two parts: 4,000 events before the aggregator starts, 2,000 after the restart without AOF, so that
     # the second loss hits a run with results still to write however fast the aggregator is.
     pipeline.produce(4_000, duplicate_ratio=0.03, max_disorder_ms=200, late_ratio=0.02, late_by_ms=10_000)
@@ -115,6 +120,8 @@ def test_log_wiped_by_flushall_and_by_a_restart_without_aof_is_rebuilt_under_a_l
     assert meta.counters.get("rebuilds") == 1 and "history_lost" not in meta.counters
     assert metrics['sparkwire_aggregator_rebuilds_total{outcome="complete"}'] == 2
     assert metrics.get("sparkwire_aggregator_rebuild_unavailable_total", 0) == 0
+    # The late events went past Spark's watermark and were dropped by the sink (the case the rebuild must match).
+    assert metrics["sparkwire_aggregator_late_events_total"] > 20
     assert len(pipeline.runs) == 1  # both rebuilds ran inside the running aggregator, which never exited
     # The client resynced by snapshot after each loss and holds the latest window of every metric,
     # with the oracle's values; nothing it applied was applied twice or is not an expected result.

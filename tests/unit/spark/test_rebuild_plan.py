@@ -4,12 +4,15 @@ and the plan of what a rebuild can recompute exactly."""
 from __future__ import annotations
 
 import json
+import random
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from sparkwire.spark.checkpoint import CheckpointError, read_history
-from sparkwire.spark.rebuild_plan import plan_rebuild
+from sparkwire.aggregator.windows import Aggregate, OpenWindows, Partial
+from sparkwire.spark.checkpoint import BatchInput, CheckpointError, QueryHistory, read_history
+from sparkwire.spark.rebuild_plan import closed_late_bound, plan_rebuild
 
 TOPIC = "t611008a783-raw"
 CONF = {"spark.sql.shuffle.partitions": "2", "spark.sql.streaming.multipleWatermarkPolicy": "min"}
@@ -17,6 +20,7 @@ CONF = {"spark.sql.shuffle.partitions": "2", "spark.sql.streaming.multipleWaterm
 BATCHES = [(0, 144, 155), (1_700_000_000_978, 288, 310), (1_700_000_002_450, 433, 464),
            (1_700_000_003_952, 577, 619), (1_700_000_005_368, 722, 773)]
 DELAY = 500
+WINDOW = 1_000
 
 
 def write_checkpoint(root: Path, batches: list[tuple[int, int, int]], first: int = 0) -> Path:
@@ -96,7 +100,7 @@ def test_a_sink_that_closes_windows_itself_plans_with_its_bounds_and_each_batchs
     history = read_history(write_checkpoint(tmp_path, BATCHES), TOPIC)
     # the bound after batch b is the watermark Spark wrote for batch b + 1; the last one is only in the state
     closed = {b: BATCHES[b + 1][0] for b in range(4)} | {4: 1_700_000_006_900}
-    plan = plan_rebuild(history, 5, {0: 0, 1: 0}, DELAY, closed)
+    plan = plan_rebuild(history, 5, {0: 0, 1: 0}, DELAY, closed, WINDOW)
     assert plan.emit_watermark_ms == 1_700_000_006_900
     assert [(b.watermark_ms, b.late_watermark_ms) for b in plan.batches][2] == (1_700_000_002_450,) * 2
     # the first batch whose bound reached the end: a batch earlier than Spark's append mode would emit it
@@ -105,4 +109,94 @@ def test_a_sink_that_closes_windows_itself_plans_with_its_bounds_and_each_batchs
     assert plan.emitting_batch(1_700_000_006_900) == 4 and plan.keeps(1_700_000_000_000, 1_700_000_006_900)
     assert not plan.keeps(1_700_000_000_000, 1_700_000_006_901)
     with pytest.raises(CheckpointError, match="no window state for batch 4"):
-        plan_rebuild(history, 5, {0: 0, 1: 0}, DELAY, {b: closed[b] for b in range(4)})
+        plan_rebuild(history, 5, {0: 0, 1: 0}, DELAY, {b: closed[b] for b in range(4)}, WINDOW)
+
+
+def window_end(event_ms: int) -> int:
+    return event_ms - event_ms % WINDOW + WINDOW
+
+
+def test_the_closed_late_bound_drops_exactly_the_events_of_closed_windows() -> None:
+    for closed in (1_700_000_002_000, 1_700_000_002_001, 1_700_000_002_999, 1_700_000_003_000, -1, 0):
+        bound = closed_late_bound(closed, WINDOW)
+        for event in range(closed - 2_500, closed + 2_500):
+            assert (event > bound) is (window_end(event) > closed), (closed, event)
+
+
+def test_a_closing_sinks_batches_drop_the_events_of_windows_closed_before_them(tmp_path: Path) -> None:
+    history = read_history(write_checkpoint(tmp_path, BATCHES), TOPIC)
+    # The sink's bounds (never going back) mostly run ahead of Spark's watermark, the dedup's: delay + partition
+    # skew behind the newest event time. -(2**63): its bound before any event, nothing closed.
+    closed = {0: -(2**63), 1: 1_700_000_003_200, 2: 1_700_000_003_200, 3: 1_700_000_006_100, 4: 1_700_000_009_000}
+    plan = plan_rebuild(history, 5, {0: 0, 1: 0}, DELAY, closed, WINDOW)
+    late = {b.batch_id: b.late_watermark_ms for b in plan.batches}
+    assert late[0] == 0 and late[1] == 1_700_000_000_978  # nothing closed before them: Spark's watermark
+    # the window ending at ...003_000 closed before batch 2: its events up to ...002_999 are late
+    assert late[2] == 1_700_000_002_999
+    assert late[3] == 1_700_000_003_952  # Spark's watermark above what had closed: it decides
+    assert late[4] == 1_700_000_005_999  # not ...006_099: the window ending at ...007_000 is still open
+    with pytest.raises(ValueError, match="window_ms"):
+        plan_rebuild(history, 5, {0: 0, 1: 0}, DELAY, closed)
+    # A recomputed batch whose predecessor's bound is unknown cannot be rebuilt exactly; a lost one's is not
+    # needed (partition 0 lost its first 300 records: batches 0-2 are not recomputed).
+    without_1 = {b: bound for b, bound in closed.items() if b != 1}
+    with pytest.raises(CheckpointError, match="no window state for batch 1"):
+        plan_rebuild(history, 5, {0: 0, 1: 0}, DELAY, without_1, WINDOW)
+    partial = plan_rebuild(history, 5, {0: 300, 1: 0}, DELAY, without_1, WINDOW)
+    assert [b.batch_id for b in partial.batches] == [3, 4]
+
+
+def simulated_run(seed: int, batches: int) -> tuple[QueryHistory, list[list[tuple[int, int]]]]:
+    """Two partitions read unevenly (partition 1 lags for a few batches, then catches up) with some events
+    seconds late: the checkpoint's history (Spark's watermark 0: it keeps every row, the sink decides) and
+    each batch's events as (partition, event time)."""
+    rng = random.Random(seed)
+    clock = {0: 1_700_000_000_000, 1: 1_700_000_000_000}
+    inputs: list[list[tuple[int, int]]] = []
+    starts: dict[int, int] = {0: 0, 1: 0}
+    history: list[BatchInput] = []
+    for batch_id in range(batches):
+        events = []
+        for partition in (0, 1):
+            lagging = partition == 1 and 3 <= batch_id % 10 <= 5
+            for _ in range(rng.randint(0, 3) if lagging else rng.randint(10, 40)):
+                clock[partition] += rng.randint(0, 60)
+                late_by = rng.choice([0] * 8 + [rng.randint(1_000, 6_000)])
+                events.append((partition, clock[partition] - rng.randint(0, 200) - late_by))
+        ends = {p: starts[p] + sum(1 for q, _ in events if q == p) for p in (0, 1)}
+        history.append(BatchInput(batch_id, 0, 0, dict(starts), ends))
+        inputs.append(events)
+        starts = ends
+    return QueryHistory("q", TOPIC, history, batches - 1, dict.fromkeys(range(batches), 0)), inputs
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 61843])
+def test_the_rebuilds_late_filter_counts_what_the_live_closing_sink_counted(seed: int) -> None:
+    """The sink's own window state (``aggregator.windows``) run batch by batch, against the plan's per-batch
+    late bounds applied to the same events and aggregated at once, as the recompute does."""
+    history, inputs = simulated_run(seed, 40)
+    live = OpenWindows(WINDOW, DELAY)
+    closed: dict[int, int] = {}
+    emitted: dict[int, tuple[int, int]] = {}  # window end -> (count, the batch that closed it)
+    dropped = 0
+    for batch_id, events in enumerate(inputs):
+        groups: dict[tuple[int, int], list[int]] = {}
+        for partition, event in events:
+            groups.setdefault((window_end(event), partition), []).append(event)
+        partials = [Partial(end, "m", max(times), Aggregate(len(times), 0.0, 0.0, 0.0), partition)
+                    for (end, partition), times in groups.items()]
+        advanced = live.advance(partials)
+        dropped += advanced.late_events
+        closed[batch_id] = live.closed_upto
+        emitted.update({row["windowEnd"]: (row["count"], batch_id) for row in advanced.closed})
+    assert dropped > 20  # the case at hand: events the live sink dropped that Spark's watermark kept
+
+    plan = plan_rebuild(history, len(inputs), {0: 0, 1: 0}, DELAY, closed, WINDOW)
+    counts: Counter[int] = Counter()
+    for batch in plan.batches:
+        counts.update(window_end(event) for _, event in inputs[batch.batch_id] if event > batch.late_watermark_ms)
+    rebuilt = {end: (count, plan.emitting_batch(end)) for end, count in counts.items() if plan.keeps(end - WINDOW, end)}
+    assert rebuilt == emitted
+    # Spark's watermark alone (what the rebuild applied before) counts the dropped events too.
+    unfiltered = Counter(window_end(event) for events in inputs for _, event in events)
+    assert sum(unfiltered[end] for end in emitted) > sum(count for count, _ in emitted.values())
