@@ -14,6 +14,7 @@ from pyspark.sql.types import DecimalType, LongType, StringType, StructField, St
 
 from sparkwire.aggregator.job import metrics_spec
 from sparkwire.aggregator.pipeline import WINDOW_SCHEMA
+from sparkwire.spark.records import ResultEncoder
 from sparkwire.spark.stream import StreamSpec
 
 from .browser import STATIC, WAIT_MS
@@ -169,6 +170,62 @@ def test_save_and_restore(page: Page) -> None:
     assert (result["v1"], result["v1Layout"], result["counts"]) == (True, True, [0, 0])
     assert result["v1Series"] == {"cpu": [{"processingId": "p1", "windowEnd": 10000, "windowStart": 0, "avg": 2.5,
                                            "min": 1, "max": 3, "count": 4, "x": 10000}]}
+
+
+WINDOW_STRUCT = StructType([StructField("start", TimestampType()), StructField("end", TimestampType())])
+VIEWS_SCHEMA = StructType([StructField("window", WINDOW_STRUCT), StructField("country", StringType()),
+                           StructField("views", LongType())])
+# A team's query as the issue wrote it: grouped by Spark's window struct column, window="window".
+VIEWS_SPEC = StreamSpec(stream="views", key="country", mode="update", id_from=("window", "country"), window="window",
+                        title="Page views")
+
+
+def test_a_window_struct_columns_fields_are_read_by_their_dotted_names(page: Page) -> None:
+    descriptor = json.loads(json.dumps(VIEWS_SPEC.descriptor(VIEWS_SCHEMA, "available")))
+    assert descriptor["window"] == ["window.start", "window.end"]
+    minute = 60_000_000  # timestamps in microseconds, as Spark collects them
+    start = 1_795_514_400 * 1_000_000  # 2026-11-24 10:00:00 UTC
+    rows = [{"window": {"start": start + n * minute, "end": start + (n + 1) * minute}, "country": "de", "views": n + 7}
+            for n in range(2)]
+    records = ResultEncoder(VIEWS_SPEC, VIEWS_SCHEMA).encode(rows, revision=3).records
+    entries = [[record.key, record.processing_id, json.loads(record.payload)] for record in records]
+    assert entries[0][2]["window"] == {"start": "2026-11-24T10:00:00.000000Z", "end": "2026-11-24T10:01:00.000000Z"}
+    result = js(page, """
+      const l = d.layoutFromDescriptor(arg.descriptor);
+      const h = new d.ResultHistory(100, l);
+      h.reset("e");
+      const outcomes = arg.entries.map(([key, id, data]) => h.put(key, id, data));
+      const points = h.sorted("de");
+      const saved = JSON.parse(JSON.stringify(h.save({ epoch: "e", seq: 2 })));
+      const again = new d.ResultHistory(100, null);
+      const restored = again.restore(saved, { epoch: "e", seq: 2 });
+      const data = arg.entries[0][2];
+      return { window: l.window, fields: d.pointFields(l), outcomes,
+               bounds: points.map((p) => [p["window.start"], p["window.end"], p.views]),
+               windowS: points.map((p) => d.windowSeconds(l, p)), restored, x: points.map((p) => p.x),
+               latest: h.latest("de").views,
+               restoredWindowS: again.sorted("de").map((p) => d.windowSeconds(again.layout, p)),
+               same: JSON.stringify(again.toObject()) === JSON.stringify(h.toObject()),
+               values: [d.fieldValue(data, "window.end"), d.fieldValue(data, "window"),
+                        d.fieldValue({ "window.end": 1, window: { end: 2 } }, "window.end"),
+                        d.fieldValue(data, "window.end.x"), d.fieldValue(data, "window.middle"),
+                        d.fieldValue(data, "constructor"), d.fieldValue(data, "window.constructor"),
+                        d.fieldValue(null, "window.end"), d.fieldValue(data, "")] };""",
+                {"descriptor": descriptor, "entries": entries})
+    assert result["window"] == ["window.start", "window.end"]
+    assert result["fields"] == ["window.start", "window.end", "views"]
+    assert result["outcomes"] == ["added", "added"]
+    assert result["bounds"] == [["2026-11-24T10:00:00.000000Z", "2026-11-24T10:01:00.000000Z", 7],
+                                ["2026-11-24T10:01:00.000000Z", "2026-11-24T10:02:00.000000Z", 8]]
+    assert result["windowS"] == [60, 60]  # null before: the page looked "window.start" up as a top-level key
+    # No event time: the window's end orders the points, so the card's latest result is the newest window.
+    assert (result["x"], result["latest"]) == ([1_795_514_460_000, 1_795_514_520_000], 8)
+    # The saved history keeps the bounds flat under the dotted names; restored, they are found as keys.
+    assert (result["restored"], result["restoredWindowS"], result["same"]) == (True, [60, 60], True)
+    # undefined (JSON null) for a path that is not there; a key with a dot in its name wins over the path.
+    assert result["values"] == ["2026-11-24T10:01:00.000000Z",
+                                {"start": "2026-11-24T10:00:00.000000Z", "end": "2026-11-24T10:01:00.000000Z"},
+                                1, None, None, None, None, None, None]
 
 
 def test_history_load_gives_every_key_a_card_and_the_axis_is_padded(page: Page) -> None:

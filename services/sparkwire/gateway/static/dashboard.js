@@ -3,7 +3,8 @@
  * its descriptor (GET /descriptor, docs/protocol.md), and the per-result history behind the charts, kept in
  * step with the browser client's saved position. Dependency-free; the charts themselves are uPlot's.
  *
- * Layout. A stream's descriptor names its event time (the x axis), its window columns, its value fields,
+ * Layout. A stream's descriptor names its event time (the x axis), its window columns (or a window struct's
+ * fields, as paths: "window.start", found in the payload's nested object by `fieldValue`), its value fields,
  * their units, its mode and its schema; `layoutFromDescriptor` turns that into what the page draws: one card
  * per result key, a chart series per numeric value field (integer fields without a unit as bars on their own
  * scale, the rest as lines, a min/max pair as a band: the metrics stream's look), non-numeric value fields in
@@ -205,14 +206,34 @@ export function timeTicks(splits, incrS) {
 
 // -- points -----------------------------------------------------------------------------------------------
 
+/**
+ * A payload's field by the name a descriptor gives it, or undefined: the name as a key, else a dotted path
+ * into nested objects — a window struct column's bounds are "window.start" / "window.end" in the
+ * descriptor, as in Spark SQL, while the payload has them as {"window": {"start": …, "end": …}}. The name
+ * as a key first: a restored point keeps its fields flat under these names (ResultHistory.restore), and a
+ * Spark column's own name may hold a dot. Own keys only, so a name like "constructor" is not found.
+ */
+export function fieldValue(data, name) {
+  if (!isObject(data) || !isName(name)) return undefined;
+  if (Object.hasOwn(data, name)) return data[name];
+  let value = data;
+  for (const part of name.split(".")) {
+    if (!isObject(value) || !Object.hasOwn(value, part)) return undefined;
+    value = value[part];
+  }
+  return value;
+}
+
 /** The payload fields a point keeps for a layout: event time, window, value fields. */
 export function pointFields(l) {
   return [...new Set([l.eventTime, ...(l.window ?? []), ...l.valueFields].filter(isName))];
 }
 
 /**
- * One entry as a chart point: {processingId (the result's id), revision, x (event time in ms or null), and
- * the layout's fields as the payload has them}; null when `data` is no result.
+ * One entry as a chart point: {processingId (the result's id), revision, x (event time in ms, else the
+ * window's end, or null), and
+ * the layout's fields as the payload has them (`fieldValue`: a struct's fields by their dotted names)}; null
+ * when `data` is no result.
  */
 export function resultPoint(l, recordId, data) {
   if (!isObject(data)) return null;
@@ -220,8 +241,13 @@ export function resultPoint(l, recordId, data) {
   if (typeof id !== "string" || !id) return null;
   const point = { processingId: id };
   if (l.revisions) point.revision = Number.isSafeInteger(data.revision) ? data.revision : 0;
-  for (const field of pointFields(l)) point[field] = data[field] ?? null;
-  point.x = l.eventTime ? parseTime(data[l.eventTime]) : null;
+  // Kept flat under the descriptor's names ("window.start"), which the page and the saved history read.
+  for (const field of pointFields(l)) point[field] = fieldValue(data, field) ?? null;
+  // Without an event time, a window's end orders the results, as the writer orders a batch (a window struct
+  // column gives no top-level column to name as event_time): the card's latest result is then the newest
+  // window, not the one whose id sorts last.
+  const time = l.eventTime ?? l.window?.[1] ?? null;
+  point.x = time ? parseTime(fieldValue(data, time)) : null;
   return point;
 }
 
