@@ -20,7 +20,7 @@ from sparkwire import logs
 from sparkwire.gateway.app import Gateway, create_app
 from sparkwire.gateway.sessions import SessionStore
 from sparkwire.gateway.settings import add_arguments, auth_problem, connection_settings, split_list
-from sparkwire.gateway.wire import CONNECTION_LOG, SparkwireWebSocketProtocol
+from sparkwire.gateway.wire import CONNECTION_LOG, SparkwireHttpProtocol, SparkwireWebSocketProtocol
 from sparkwire.protocol.limits import MAX_CLIENT_MESSAGE_BYTES
 from sparkwire.replaylog.keys import StreamKeys
 from sparkwire.replaylog.redis_backend import RedisBackend
@@ -86,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
     config = uvicorn.Config(
         create_app(gateway), host=args.host, port=args.port, log_level=args.log_level.lower(),
         ws=SparkwireWebSocketProtocol,  # wire.py: lighter per connection, live batches written through
+        http=SparkwireHttpProtocol,  # wire.py: freed at the upgrade, not left to the cyclic collector
         ws_max_size=max(args.max_frame_bytes, MAX_CLIENT_MESSAGE_BYTES),
         ws_per_message_deflate=args.per_message_deflate,
         # No WebSocket-level pings: the gateway's own pings (which browsers can answer) detect dead clients.

@@ -22,14 +22,15 @@ direct path (every live batch goes through the connection's task).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import typing
+from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from starlette.types import Scope
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from websockets.frames import Frame, Opcode
 from websockets.protocol import Protocol, State
@@ -133,26 +134,41 @@ def wire_of(scope: Scope) -> Wire | None:
 
 
 class Replies:
-    """Frames (pongs) sent by tasks of their own for a transport with no direct write; when more than 16 are
-    in flight (a client pinging faster than its pongs go out) another is refused."""
+    """Frames (pongs) for a transport with no direct write (SSE, plain ASGI), sent in order by one task of
+    their own. Bounded as a direct write is, by the bytes waiting (``MAX_BUFFERED_BYTES``), not by a count:
+    a cap of 16 pongs in flight closed an SSE client that posted 17 pings in one body as a slow consumer,
+    where a WebSocket takes thousands in one write (issue 39)."""
 
-    __slots__ = ("_send_text", "_tasks")
+    __slots__ = ("_pending", "_pending_bytes", "_send_text", "_task")
 
     def __init__(self, send_text: Callable[[str], Awaitable[None]]) -> None:
         self._send_text = send_text
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._pending: deque[str] = deque()
+        self._pending_bytes = 0
+        self._task: asyncio.Task[None] | None = None
 
     def send(self, text: str) -> bool:
-        if len(self._tasks) > 16:
+        """Queue ``text``; False (not queued) when the frames waiting already fill the bound."""
+        if self._pending_bytes + len(text) > MAX_BUFFERED_BYTES:
             return False
-        task = asyncio.get_running_loop().create_task(self._send(text))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._pending.append(text)
+        self._pending_bytes += len(text)
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._send_pending())
         return True
 
-    async def _send(self, text: str) -> None:
-        with contextlib.suppress(Exception):  # the connection's own task sees the socket's end
-            await self._send_text(text)
+    async def _send_pending(self) -> None:
+        try:
+            while self._pending:
+                text = self._pending.popleft()
+                self._pending_bytes -= len(text)
+                try:
+                    await self._send_text(text)
+                except Exception:  # the connection's own task sees the socket's end
+                    self._pending.clear()
+                    self._pending_bytes = 0
+        finally:
+            self._task = None
 
 
 class AsgiTransport:
@@ -353,3 +369,24 @@ class SparkwireWebSocketProtocol(WebSocketsSansIOProtocol):
             if not conn.reader.buffer and conn.state is State.OPEN:
                 conn.parser = Protocol.parse(conn)
                 next(conn.parser)
+
+
+class SparkwireHttpProtocol(HttpToolsProtocol):
+    """uvicorn's httptools HTTP protocol, freed as soon as it hands a connection to the WebSocket protocol.
+
+    Its parser holds its bound callbacks (``on_url``, ``on_header``...), a cycle with the protocol, and the
+    protocol holds the connection's transport, socket, flow control and handshake headers. After an upgrade
+    nothing calls it again, so that cycle was garbage for the cyclic collector alone: every connection that
+    lived long enough to be promoted to an old generation (a client that never sends its hello, held the
+    whole hello timeout) left ~5 KB until a full collection, which ``main.GC_THRESHOLDS`` makes rare. RSS grew
+    by that much per hello-less connection (issue 39: 2,000-connection bursts, 99 -> 145 MiB). Dropping the
+    parser and the connection's objects here lets reference counting free it when ``data_received`` returns.
+    Run it with ``uvicorn.Config(http=SparkwireHttpProtocol)``."""
+
+    def handle_websocket_upgrade(self) -> None:
+        super().handle_websocket_upgrade()
+        self.parser = None  # type: ignore[assignment]
+        self.transport = None  # type: ignore[assignment]
+        self.flow = None  # type: ignore[assignment]
+        self.scope = None  # type: ignore[assignment]
+        self.headers = None  # type: ignore[assignment]
