@@ -23,6 +23,12 @@ SLOW_CONSUMER_CLOSES = Counter(
     "sparkwire_gateway_slow_consumer_closes", "Connections closed because their send queue overflowed", ["stream"]
 )
 CLOSES = Counter("sparkwire_gateway_closes", "Connections closed by the server, by close code", ["code"])
+BAD_INPUT = Counter(
+    "sparkwire_gateway_bad_input",
+    "Client input refused below the protocol (e.g. invalid_utf8: a text frame that is not UTF-8, closed 1007), "
+    "by kind; the log has one line per kind per minute",
+    ["kind"],
+)
 GATEWAY_DUPLICATES = Counter(
     "sparkwire_gateway_duplicates_suppressed",
     "Entries not sent because the connection had already sent their seq (replay/live overlap)", ["stream"],

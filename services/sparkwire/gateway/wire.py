@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import typing
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -34,6 +35,8 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from websockets.frames import Frame, Opcode
 from websockets.protocol import Protocol, State
+
+from sparkwire.gateway import metrics
 
 Message = dict[str, Any]  # an ASGI receive event
 Listener = Callable[[Message], None]
@@ -49,6 +52,36 @@ MAX_BUFFERED_BYTES = 1 << 20
 # ~5 % of a handshake's CPU when thousands connect at once; ``sparkwire gateway`` shows them only at
 # ``--log-level debug`` (errors always).
 CONNECTION_LOG = logging.getLogger("uvicorn.error.connections")
+
+# How often at most the log gets a line for one kind of bad client input.
+BAD_INPUT_LOG_INTERVAL_S = 60.0
+
+
+class BadInputLog:
+    """Bad client input below the protocol, counted one by one (``sparkwire_gateway_bad_input_total``) and
+    logged at most once per kind per interval, with how many came since the last line. uvicorn logged a
+    traceback for every text frame that was not UTF-8: a client could fill a pod's log at its own pace."""
+
+    def __init__(self, logger: logging.Logger, interval_s: float = BAD_INPUT_LOG_INTERVAL_S) -> None:
+        self.logger = logger
+        self.interval_s = interval_s
+        self._logged_at: dict[str, float] = {}
+        self._unlogged: dict[str, int] = {}
+
+    def report(self, kind: str, detail: str) -> None:
+        metrics.BAD_INPUT.labels(kind=kind).inc()
+        now = time.monotonic()
+        logged_at = self._logged_at.get(kind)
+        if logged_at is not None and now - logged_at < self.interval_s:
+            self._unlogged[kind] = self._unlogged.get(kind, 0) + 1
+            return
+        self._logged_at[kind] = now
+        since = self._unlogged.pop(kind, 0)
+        self.logger.warning("bad client input %s: %s (%d more of this kind since its last line; all counted in "
+                            "sparkwire_gateway_bad_input_total)", kind, detail, since)
+
+
+BAD_INPUT_LOG = BadInputLog(logging.getLogger(__name__))
 
 
 def serialize_text_frames(texts: Sequence[str]) -> bytes:
@@ -341,6 +374,10 @@ class SparkwireWebSocketProtocol(WebSocketsSansIOProtocol):
 
     def send_receive_event_to_app(self) -> None:
         if self.queue.listener is None or self.close_sent:
+            if self.curr_msg_data_type == "text" and not self.close_sent and not _utf8(self.frames):
+                self.frames = []
+                self._refuse_invalid_utf8()  # uvicorn's own path logs a traceback for each such frame
+                return
             super().send_receive_event_to_app()  # queued, and reading paused until it is received
             return
         data = self.frames[0] if len(self.frames) == 1 else b"".join(self.frames)
@@ -351,10 +388,15 @@ class SparkwireWebSocketProtocol(WebSocketsSansIOProtocol):
         try:
             text = data.decode()
         except UnicodeDecodeError:
-            self.conn.send_close(1007)
-            self.handle_parser_exception()
+            self._refuse_invalid_utf8()
             return
         self.queue.put_nowait({"type": "websocket.receive", "text": text})
+
+    def _refuse_invalid_utf8(self) -> None:
+        """Close 1007 (RFC 6455: data not consistent with the message type), as uvicorn does, and count it."""
+        BAD_INPUT_LOG.report("invalid_utf8", "a text frame that is not UTF-8, closed 1007")
+        self.conn.send_close(1007)
+        self.handle_parser_exception()
 
     async def send(self, message: Any) -> None:
         await super().send(message)
@@ -369,6 +411,14 @@ class SparkwireWebSocketProtocol(WebSocketsSansIOProtocol):
             if not conn.reader.buffer and conn.state is State.OPEN:
                 conn.parser = Protocol.parse(conn)
                 next(conn.parser)
+
+
+def _utf8(frames: Sequence[bytes]) -> bool:
+    try:
+        (frames[0] if len(frames) == 1 else b"".join(frames)).decode()
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 class SparkwireHttpProtocol(HttpToolsProtocol):
