@@ -86,7 +86,10 @@ def run(args: argparse.Namespace) -> int:
     config = uvicorn.Config(
         create_app(gateway), host=args.host, port=args.port, log_level=args.log_level.lower(),
         ws=SparkwireWebSocketProtocol,  # wire.py: lighter per connection, live batches written through
-        http=SparkwireHttpProtocol,  # wire.py: freed at the upgrade, not left to the cyclic collector
+        # wire.py: a deadline for request headers (slowloris), the connection cap applied to upgrades too,
+        # and freed at the upgrade, not left to the cyclic collector.
+        http=SparkwireHttpProtocol.configured(header_timeout_s=args.header_timeout_ms / 1000,
+                                              max_connections=args.max_connections or None),
         ws_max_size=max(args.max_frame_bytes, MAX_CLIENT_MESSAGE_BYTES),
         ws_per_message_deflate=args.per_message_deflate,
         # No WebSocket-level pings: the gateway's own pings (which browsers can answer) detect dead clients.

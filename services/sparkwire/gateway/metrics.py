@@ -23,10 +23,16 @@ SLOW_CONSUMER_CLOSES = Counter(
     "sparkwire_gateway_slow_consumer_closes", "Connections closed because their send queue overflowed", ["stream"]
 )
 CLOSES = Counter("sparkwire_gateway_closes", "Connections closed by the server, by close code", ["code"])
+CONNECTIONS_REFUSED = Counter(
+    "sparkwire_gateway_refused_connections",
+    "WebSocket upgrades and HTTP requests answered 503 because the pod held --max-connections",
+    ["reason"],
+)
 BAD_INPUT = Counter(
     "sparkwire_gateway_bad_input",
-    "Client input refused below the protocol (e.g. invalid_utf8: a text frame that is not UTF-8, closed 1007), "
-    "by kind; the log has one line per kind per minute",
+    "Client input refused below the protocol, by kind (invalid_utf8: a text frame that is not UTF-8, closed "
+    "1007; header_timeout: a connection without complete request headers in --header-timeout-ms, closed); the "
+    "log has one line per kind per minute",
     ["kind"],
 )
 GATEWAY_DUPLICATES = Counter(

@@ -92,6 +92,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                help="send an application ping to each client this often")
     add_option(parser, "--pong-timeout-ms", type=positive_int, default=int(PONG_TIMEOUT_S * 1000),
                help="close (resumable 4408) a client that sent no frame for this long")
+    add_option(parser, "--header-timeout-ms", type=positive_int, default=10_000,
+               help="close a connection whose request headers (the WebSocket upgrade's included) are not complete "
+                    "this long after it opened or its request began: a client that sends nothing, or a byte now "
+                    "and then (slowloris), cannot hold a socket (uvicorn itself has no such timeout)")
+    add_option(parser, "--max-connections", type=non_negative_int, default=20_000,
+               help="connections this pod holds at most (WebSocket, SSE and plain HTTP, open or opening); past "
+                    "it a WebSocket upgrade or an HTTP request gets 503 and the client retries, on another pod "
+                    "behind a Service; 0: no cap")
     add_option(parser, "--max-frame-bytes", type=positive_int, default=MAX_CLIENT_FRAME_BYTES,
                help="largest client frame accepted")
     add_option(parser, "--per-message-deflate", type=parse_bool, default=False,
