@@ -233,7 +233,7 @@ def http_get(path: str, host: str | None = None) -> tuple[int, str]:
 def _kind_cluster_required() -> None:
     if not WANTED:
         pytest.skip("the kind tests run with `make e2e-kind` (or SPARKWIRE_KIND=1 against a cluster of "
-                    "`make kind-up`): ~40 min, and they reinstall the release")
+                    "`make kind-up`): ~17 min, and they reinstall the release")
     reason = unavailable()
     if reason is not None:
         cannot_run(reason)
