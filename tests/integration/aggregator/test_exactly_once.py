@@ -12,12 +12,14 @@ import time
 import urllib.request
 
 import pytest
-from confluent_kafka import Consumer
+from confluent_kafka import Consumer, TopicPartition
 
 from sparkwire.aggregator.window_state import WindowStateFiles
+from sparkwire.aggregator.windows import NO_BOUND
 from sparkwire.protocol.items import Entry
 from sparkwire.spark.checkpoint import read_history
 from sparkwire_harness.verify import compare
+from sparkwire_harness.verify.expected import parse_event, parse_heartbeat
 
 from .conftest import DELAY_MS, WINDOW_MS, Pipeline, wait_exit
 
@@ -83,19 +85,85 @@ def assert_batch_staged_not_visible(pipeline: Pipeline, batch_id: int) -> None:
     assert max(item.seq for item in reader.snapshot().items.values()) == meta.last_seq
 
 
-def assert_closed_by_the_batch_that_passed_them(pipeline: Pipeline, entries: list[Entry]) -> None:
-    """Each window was committed by the first batch after which the sink's bound (largest event time read
-    minus the delay) reached its end, and that bound is the watermark Spark then used for the next batch's
-    late rows: what makes closing it there safe (aggregator/windows.py)."""
+def read_partitions(bootstrap: str, topic: str, ends: dict[int, int], timeout: float = 30) -> dict[int, dict[int, str]]:
+    """The records of ``topic`` below offset ``ends[p]`` of each partition ``p``: by partition, by offset."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"offsets-{topic}",
+                         "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, partition, 0) for partition in ends])
+    records: dict[int, dict[int, str]] = {partition: {} for partition in ends}
+    reached = {partition: 0 for partition in ends}  # the offset after the last record read
+    deadline = time.monotonic() + timeout
+    try:
+        while any(reached[p] < ends[p] for p in ends):
+            assert time.monotonic() < deadline, (reached, ends)
+            message = consumer.poll(0.5)
+            if message is None or message.error() is not None:
+                continue
+            partition, offset, value = message.partition(), message.offset(), message.value()
+            assert partition is not None and offset is not None and value is not None
+            reached[partition] = max(reached[partition], offset + 1)
+            if offset < ends[partition]:
+                records[partition][offset] = value.decode()
+    finally:
+        consumer.close()
+    return records
+
+
+def event_time(raw: str) -> int | None:
+    """The event time a record moves its partition to (an event's or a heartbeat's), by the oracle's parsing."""
+    beat = parse_heartbeat(raw)
+    if beat is not None:
+        return beat
+    event = parse_event(raw)
+    return None if event is None else event.timestamp
+
+
+def assert_closed_by_the_slowest_partition(pipeline: Pipeline, entries: list[Entry], late_rows_dropped: float) -> None:
+    """The closing rule, checked from the checkpoint against what each batch read from Kafka
+    (docs/replay-log.md, "When a window closes"):
+
+    * after each batch, the sink's ``closedUpto`` is the slowest partition's event-time progress minus the
+      delay (never going back), each partition's progress being the newest event time among the Kafka
+      records that batch and the ones before it read from it (offsets from the checkpoint, records from
+      Kafka, parsed by the oracle); no partition goes idle in this run;
+    * Spark's watermark for batch b+1 (delay + partition skew behind the newest partition) drops no row the
+      sink would still have taken: every event time at or below it is in a window the bound after b closed.
+      Spark dropped nothing here, so the progress above is the sink's whole input;
+    * each window is committed by the first batch whose bound reached its end.
+    """
+    assert late_rows_dropped == 0
     checkpoint = pipeline.workdir / "checkpoint" / "aggregate"
     bounds = WindowStateFiles(checkpoint, WINDOW_MS, DELAY_MS).closed_upto()
-    watermarks = read_history(checkpoint, pipeline.topic).watermarks
-    compared = [b for b in bounds if b + 1 in watermarks]
+    history = read_history(checkpoint, pipeline.topic)
+    batches = [batch for batch in history.batches if batch.batch_id in bounds]  # those the sink ran
+    assert [batch.batch_id for batch in batches] == list(range(len(batches))) == sorted(bounds), sorted(bounds)
+    kafka = read_partitions(pipeline.kafka.bootstrap, pipeline.topic, batches[-1].end)
+    assert len(kafka) == 2 and all(kafka.values())
+
+    progress: dict[int, int] = {}
+    bound = NO_BOUND
+    for batch in batches:
+        for partition, end in batch.end.items():
+            read = [t for offset in range(batch.start.get(partition, 0), end)
+                    if offset in kafka[partition] and (t := event_time(kafka[partition][offset])) is not None]
+            if read:
+                progress[partition] = max(progress.get(partition, NO_BOUND), *read)
+        if progress:
+            bound = max(bound, min(progress.values()) - DELAY_MS)
+        state = json.loads((checkpoint / "sparkwire" / "windows" / f"{batch.batch_id}.json").read_text())
+        recorded = {int(partition): (int(time_ms), bool(idle)) for partition, time_ms, _, idle in state["partitions"]}
+        assert recorded == {p: (t, False) for p, t in progress.items()}, (batch.batch_id, recorded, progress)
+        assert bounds[batch.batch_id] == bound, (batch.batch_id, bounds[batch.batch_id], bound, progress)
+
+    compared = [b for b in bounds if b + 1 in history.watermarks and history.watermarks[b + 1] > 0]
     assert len(compared) >= 5
-    assert [max(bounds[b], 0) for b in compared] == [watermarks[b + 1] for b in compared]
+    for b in compared:
+        watermark = history.watermarks[b + 1]
+        # The window of the latest event time Spark drops in batch b+1 ends at or below the sink's bound.
+        assert watermark - watermark % WINDOW_MS + WINDOW_MS <= bounds[b], (b, watermark, bounds[b])
     for entry in entries:
         end = json.loads(entry.data)["windowEnd"]
-        assert entry.batch_id == min(b for b, bound in bounds.items() if bound >= end), (end, entry.batch_id)
+        assert entry.batch_id == min(b for b, closed in bounds.items() if closed >= end), (end, entry.batch_id)
 
 
 def test_bounded_run_with_duplicates_and_malformed_records_commits_exactly_the_expected_results(
@@ -117,7 +185,8 @@ def test_bounded_run_with_duplicates_and_malformed_records_commits_exactly_the_e
     assert report.ok, report.summary()
     assert (meta.first_seq, meta.last_seq) == (1, len(expected))
     assert meta.counters.get("duplicates_suppressed", 0) == 0  # Spark's own dedup left the sink nothing
-    assert_closed_by_the_batch_that_passed_them(pipeline, entries)
+    assert_closed_by_the_slowest_partition(pipeline, entries,
+                                           metrics.get("sparkwire_aggregator_late_rows_dropped_total", 0.0))
     assert metrics.get("sparkwire_aggregator_window_rows_after_close_total") == 0
     # Bad input is counted, routed to the dead-letter topic, and changes no result.
     assert metrics["sparkwire_aggregator_malformed_records_total"] == len(malformed)
