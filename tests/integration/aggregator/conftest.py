@@ -60,6 +60,9 @@ class Pipeline:
     # The aggregator's --partition-skew-ms (0: its default, twice the delay). Larger, Spark's watermark keeps
     # events that the sink's closing rule drops as late (those its rebuild must drop too).
     partition_skew_ms: int = 0
+    # The aggregator's --partition-idle-ms; None: its default (60 s of wall clock, which a slow machine can
+    # reach while a test holds a partition silent on purpose).
+    partition_idle_ms: int | None = None
 
     @property
     def topic(self) -> str:
@@ -121,6 +124,8 @@ class Pipeline:
             "--chunk-size", str(self.chunk_size), "--metrics-port", str(self.metrics_port),
             "--redis-replicas", str(self.redis_replicas), "--partition-skew-ms", str(self.partition_skew_ms),
         ]  # fmt: skip
+        if self.partition_idle_ms is not None:
+            command += ["--partition-idle-ms", str(self.partition_idle_ms)]
         env = {"SPARKWIRE_FAULT": fault} if fault else {}
         process = ManagedProcess(f"aggregate-{len(self.runs)}", command, self.workdir, env=env)
         self.runs.append(process)
