@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import jwt
 import pytest
 import redis as redis_lib
 import yaml
@@ -19,7 +20,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 from websockets.typing import Origin
 
-from sparkwire.gateway.auth import issue_token
+from sparkwire.gateway.auth import ALGORITHM, issue_token
 from sparkwire.replaylog import ReplayLogReader
 from sparkwire_harness.stack import Committer, GatewayProcess, RedisServer
 
@@ -74,6 +75,11 @@ class Table:
             "expired": lambda: issue_token(SECRET, [stream], 60, subject=subject, now=now - 3600),
             "forged": lambda: issue_token("a-different-secret-of-enough-bytes!!", [stream], 300, now=now),
             "other-stream": lambda: issue_token(SECRET, ["some-other-stream"], 300, now=now),
+            # Signed with the right secret, but a claim of the wrong type (issue 39: accepted before).
+            "string-exp": lambda: jwt.encode({"sub": subject, "streams": [stream], "exp": str(now + 300)}, SECRET,
+                                             algorithm=ALGORITHM),
+            "streams-not-strings": lambda: jwt.encode({"sub": subject, "streams": [stream, 7], "exp": now + 300},
+                                                      SECRET, algorithm=ALGORITHM),
             "none": lambda: None,
         }[kind]()
 
