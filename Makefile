@@ -15,11 +15,10 @@ setup:
 setup-demo:
 	bash infra/setup.sh demo
 
-# Two workers: the tests marked slow (Spark drivers, Redis topologies, timed faults) one after the other on
-# one of them, everything else beside them (tests/conftest.py). The 25 slowest tests are listed at the end.
-PYTEST_WORKERS ?= 2
+# Two pytest runs side by side (tests/run-suite.sh): the tests marked slow (Spark drivers, Redis topologies,
+# timed faults) one after the other, everything else beside them; the 25 slowest tests are listed at the end.
 test: setup
-	$(VENV)/pytest tests -n $(PYTEST_WORKERS) --dist loadgroup --durations=25 $(ARGS)
+	bash tests/run-suite.sh $(ARGS)
 	$(MAKE) --no-print-directory lint
 
 # services/sparkwire and harness/sparkwire_harness are the packages' folders, so mypy finds them by name.

@@ -85,17 +85,6 @@ def unique_name() -> str:
     return f"t{uuid4().hex[:10]}"
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under ``pytest -n 2 --dist loadgroup`` (``make test``), the tests marked ``slow`` — each starts a Spark
-    driver or a Redis topology and injects timed faults — run one after the other on one worker, as they
-    would alone, while the other worker runs the rest: two Spark drivers on two cores would time each other.
-    Before xdist's own hook, which reads the mark."""
-    for item in items:
-        if item.get_closest_marker("slow") is not None:
-            item.add_marker(pytest.mark.xdist_group("slow"))
-
-
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]

@@ -15,8 +15,10 @@ from typing import Any
 import pytest
 import yaml
 
+from sparkwire.paths import cache_dir
+
 REPO = Path(__file__).resolve().parents[2]
-K8S_CACHE = REPO / ".cache" / "k8s"
+K8S_CACHE = cache_dir() / "k8s"  # $SPARKWIRE_CACHE (as .ci/run sets), else the checkout's .cache
 HELM = K8S_CACHE / "bin" / "helm"
 KUBECTL_VALIDATE = K8S_CACHE / "bin" / "kubectl-validate"
 CRDS = K8S_CACHE / "crds"

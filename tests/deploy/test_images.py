@@ -15,6 +15,8 @@ from types import ModuleType
 
 import pytest
 
+from sparkwire.paths import cache_dir
+
 from .conftest import CHART, REPO, load_yaml, pom_spark_version, pyspark_pin
 
 GATEWAY = REPO / "images" / "gateway" / "Dockerfile"
@@ -295,7 +297,7 @@ def test_dockerignore_lets_through_every_copy_source_and_nothing_heavy() -> None
 def test_connector_jars_do_not_duplicate_sparks_own() -> None:
     """The pom excludes what Spark ships (its jars are pyspark's): the image must not get two versions of a
     library on one classpath. Checked on the jars `make setup` resolved from the same pom."""
-    resolved = REPO / ".cache" / "spark-jars"
+    resolved = cache_dir() / "spark-jars"
     try:
         import pyspark
     except ImportError:

@@ -15,18 +15,20 @@ import threading
 _handed_out: set[int] = set()
 _lock = threading.Lock()
 
-# Between processes the race stays when they draw from one pool, as the OS's ephemeral range is: with
-# `pytest -n 2` two workers start servers at the same time. So each pytest-xdist worker draws from a block of
-# its own, below Linux's ephemeral range (32768-60999), where no outgoing connection's local port lands
-# either. A process that is no xdist worker (a serial run, the demo, chaos) uses the first block.
+# Between processes the race stays when they draw from one pool, as the OS's ephemeral range is: `make test`
+# runs two pytest processes side by side (tests/run-suite.sh) that start servers at the same time. So each
+# draws from a block of its own, below Linux's ephemeral range (32768-60999), where no outgoing connection's
+# local port lands either: SPARKWIRE_PORT_BLOCK names it (0-3), else a pytest-xdist worker's number does; a
+# process with neither (a single pytest run, the demo, chaos) uses the first block.
 _FIRST_PORT = 12_000
 _BLOCK = 5_000
 _BLOCKS = 4
 
 
 def _block() -> range:
+    named = os.environ.get("SPARKWIRE_PORT_BLOCK", "")
     worker = re.fullmatch(r"gw(\d+)", os.environ.get("PYTEST_XDIST_WORKER", ""))
-    index = int(worker.group(1)) % _BLOCKS if worker else 0
+    index = int(named) % _BLOCKS if named.isdigit() else int(worker.group(1)) % _BLOCKS if worker else 0
     start = _FIRST_PORT + index * _BLOCK
     return range(start, start + _BLOCK)
 
@@ -42,7 +44,7 @@ def _bindable(port: int) -> bool:
 
 def free_port() -> int:
     """A port nobody listens on right now and this process has not handed out before, from this process's
-    block (one per pytest-xdist worker)."""
+    block."""
     block = _block()
     with _lock:
         offset = random.randrange(len(block))  # a restarted process does not start where the last one did

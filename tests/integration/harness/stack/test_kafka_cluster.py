@@ -93,7 +93,10 @@ class NumberedProducer:
 
     def resumed_after(self, partition: int, moment: float, first: int) -> float:
         """Seconds from ``moment`` to the first acknowledgement on ``partition`` of a record from ``first`` on."""
-        return min(at for n, at in list(self.acked_at.items()) if n >= first and n % PARTITIONS == partition) - moment
+        # dict.copy() is one C call under the GIL: the delivery callbacks' thread can add entries meanwhile,
+        # which made list(self.acked_at.items()) fail with "dictionary changed size during iteration".
+        acked = self.acked_at.copy()
+        return min(at for n, at in acked.items() if n >= first and n % PARTITIONS == partition) - moment
 
     def stop(self) -> None:
         self._stop.set()

@@ -1,5 +1,5 @@
-"""free_port never hands out one port twice in a process, skips ports someone listens on, and gives each
-pytest-xdist worker a block of its own (two workers never draw the same port)."""
+"""free_port never hands out one port twice in a process, skips ports someone listens on, and gives each of
+make test's pytest runs (SPARKWIRE_PORT_BLOCK) or xdist workers a block of its own."""
 
 from __future__ import annotations
 
@@ -29,9 +29,22 @@ def test_a_port_someone_listens_on_is_skipped(monkeypatch: pytest.MonkeyPatch) -
         assert ports.free_port() == busy + 1
 
 
+def test_each_named_block_is_its_own_below_the_ephemeral_range(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    blocks = {}
+    for index in ("0", "1", "2", "3"):
+        monkeypatch.setenv("SPARKWIRE_PORT_BLOCK", index)
+        blocks[index] = set(ports._block())
+    monkeypatch.delenv("SPARKWIRE_PORT_BLOCK")
+    assert set(ports._block()) == blocks["0"]  # neither named: the first block
+    assert all(max(block) < 32768 for block in blocks.values())  # Linux's ephemeral range starts there
+    assert all(blocks[a].isdisjoint(blocks[b]) for a in blocks for b in blocks if a < b)
+
+
 def test_each_xdist_worker_draws_from_its_own_block_below_the_ephemeral_range(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.delenv("SPARKWIRE_PORT_BLOCK", raising=False)
     blocks = {}
     for worker in ("gw0", "gw1", "gw2", "gw3"):
         monkeypatch.setenv("PYTEST_XDIST_WORKER", worker)
