@@ -104,6 +104,15 @@ class StreamHub:
                 log.warning("hub lost redis", extra={"fields": {"stream": self.stream, "error": str(error)}})
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 2.0)
+            except Exception:
+                # Anything else (a reply the client could not make sense of while Redis restarted, seen on
+                # kind): the hub must not end, or the pod stays unready ("stream readers not following")
+                # with nothing in its log after the error. Logged with its traceback, then followed again.
+                self.healthy = False
+                metrics.REDIS_ERRORS.labels(operation="xread").inc()
+                log.exception("hub failed, following again", extra={"fields": {"stream": self.stream}})
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 2.0)
             else:
                 backoff = 0.05
 
