@@ -38,9 +38,11 @@ from .nodes import (
     OUT_OF_SERVICE,
     docker,
     move_driver_and_a_gateway_onto,
+    move_one_onto,
     placement,
     ready_condition,
     set_taint,
+    workers,
 )
 from .redis_replicas import (
     PODS,
@@ -75,9 +77,18 @@ def arrange_victim(kube: Kube, release: Release) -> str:
     """The worker to lose, made to run the driver, a gateway and the Redis primary."""
     driver = kube.driver()
     assert driver is not None, DRIVER_SELECTOR
-    victim = driver.spec.node_name
-    if victim == CONTROL_PLANE:  # the API server and the ingress live there: lose a worker
-        victim = next(n for n in sorted(set(placement(kube, REDIS_SELECTOR).values())) if n != CONTROL_PLANE)
+    # A worker (the API server and the ingress live on the control plane) that runs a Redis pod: the
+    # scheduler may have put none on the driver's node, or none on any worker (the chart's anti-affinity is
+    # preferred, not required), so the driver's node is only the first choice.
+    with_redis = sorted({n for n in placement(kube, REDIS_SELECTOR).values() if n != CONTROL_PLANE})
+    if driver.spec.node_name in with_redis:
+        victim = driver.spec.node_name
+    elif with_redis:
+        victim = with_redis[0]
+    else:
+        victim = workers(kube)[0]
+        move_one_onto(kube, REDIS_SELECTOR, victim, kube.delete_pod,
+                      lambda: len(kube.ready_pods(REDIS_SELECTOR)) >= len(PODS))
     move_driver_and_a_gateway_onto(kube, victim, release.gateway_replicas)
     on_victim = [pod for pod, node in placement(kube, REDIS_SELECTOR).items() if node == victim]
     assert on_victim, f"no Redis pod on {victim}: {placement(kube, REDIS_SELECTOR)}"
