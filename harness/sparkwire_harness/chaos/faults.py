@@ -19,6 +19,7 @@ from typing import Protocol
 from sparkwire_harness.chaos.pipeline import SupervisedAggregator
 from sparkwire_harness.chaos.schedule import Fault
 from sparkwire_harness.chaos.topology import TOPIC, Topology
+from sparkwire_harness.chaos.toxiproxy import remove_all, toxic_names
 from sparkwire_harness.stack import GatewayProcess, KafkaCluster, ManagedProcess, ReplicatedRedis
 
 # Kinds whose recovery is measured from the moment they hit (a restart, a failover is part of recovering);
@@ -118,14 +119,13 @@ class RedisKill:
 
 def _cut(topology: Topology, proxies: list[str], name: str, seconds: float) -> None:
     """Blackhole ``proxies`` for ``seconds``, then heal them (whatever happens meanwhile)."""
-    cut: list[tuple[str, list[str]]] = []
+    cut = [(proxy, toxic_names(name, "blackhole")) for proxy in proxies]
     try:
         for proxy in proxies:
-            cut.append((proxy, topology.toxiproxy.add_fault(proxy, name, "blackhole", {})))
+            topology.toxiproxy.add_fault(proxy, name, "blackhole", {})
         time.sleep(seconds)
     finally:
-        for proxy, toxics in cut:
-            topology.toxiproxy.remove(proxy, toxics)
+        remove_all(topology.toxiproxy, cut)
 
 
 class RedisFailover:
@@ -203,13 +203,16 @@ class NetworkFault:
 
     def inject(self, fault: Fault, targets: Targets) -> None:
         toxiproxy = targets.topology.toxiproxy
-        self._toxics[fault.index] = [(proxy, toxiproxy.add_fault(proxy, f"fault{fault.index}", fault.toxic,
-                                                                 dict(fault.params)))
-                                     for proxy in targets.topology.links[fault.target]]
+        name = f"fault{fault.index}"
+        proxies = targets.topology.links[fault.target]
+        # Named before they are added, so heal removes every one even when an add timed out (toxiproxy may
+        # still have added it) or a later proxy's add failed.
+        self._toxics[fault.index] = [(proxy, toxic_names(name, fault.toxic)) for proxy in proxies]
+        for proxy in proxies:
+            toxiproxy.add_fault(proxy, name, fault.toxic, dict(fault.params))
 
     def heal(self, fault: Fault, targets: Targets) -> None:
-        for proxy, toxics in self._toxics.pop(fault.index, []):
-            targets.topology.toxiproxy.remove(proxy, toxics)
+        remove_all(targets.topology.toxiproxy, self._toxics.pop(fault.index, []))
 
 
 class ConsumerFreeze:
@@ -260,13 +263,18 @@ def apply(fault: Fault, targets: Targets, t0: float, stop: threading.Event) -> A
         applied.error = "not injected: the run was stopped"
         return applied
     try:
-        injector.inject(fault, targets)
-        if fault.kind in SUDDEN:
-            applied.ended_at = applied.injected_at
-        else:
-            stop.wait(fault.duration_s)
-            injector.heal(fault, targets)
-            applied.ended_at = time.time()
+        try:
+            injector.inject(fault, targets)
+            if fault.kind in SUDDEN:
+                applied.ended_at = applied.injected_at
+            else:
+                stop.wait(fault.duration_s)
+        finally:
+            # Healed even when the injection failed part-way (a toxiproxy call that timed out after two of
+            # three proxies got their toxic): a fault never healed outlives its schedule and the run.
+            if fault.kind not in SUDDEN:
+                injector.heal(fault, targets)
+                applied.ended_at = time.time()
     except Exception as error:  # reported with the run; the rest of the schedule goes on
         applied.error = f"{type(error).__name__}: {error}"
         applied.ended_at = time.time()

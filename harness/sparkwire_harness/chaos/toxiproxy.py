@@ -20,6 +20,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_fixed
+
 from sparkwire_harness.stack import ManagedProcess, SetupMissingError, cache_dir, free_port
 
 # Toxic of the schedule -> (toxiproxy type, streams it goes on, fixed attributes).
@@ -87,22 +89,46 @@ class Toxiproxy:
         return port
 
     def add_fault(self, proxy: str, name: str, toxic: str, params: dict[str, int]) -> list[str]:
-        """The toxics of one network fault (``FAULT_TOXICS``); returns their names, for ``remove``."""
+        """The toxics of one network fault (``FAULT_TOXICS``); returns their names (``toxic_names``)."""
         kind, streams, fixed = FAULT_TOXICS[toxic]
-        names = []
-        for stream in streams:
-            toxic_name = f"{name}-{stream}"
+        for stream, toxic_name in zip(streams, toxic_names(name, toxic), strict=True):
             self._call("POST", f"/proxies/{proxy}/toxics", {
                 "name": toxic_name, "type": kind, "stream": stream, "toxicity": 1.0,
                 "attributes": {**fixed, **params},
             })
-            names.append(toxic_name)
-        return names
+        return toxic_names(name, toxic)
 
-    def remove(self, proxy: str, toxic_names: list[str]) -> None:
-        for toxic_name in toxic_names:
-            try:
-                self._call("DELETE", f"/proxies/{proxy}/toxics/{toxic_name}")
-            except ToxiproxyError as error:
-                if " 404 " not in f" {error} ":
-                    raise
+    # Toxiproxy's API can stall for a while when a toxic goes on or off a proxy that carries heavy traffic
+    # (Shopify/toxiproxy#159, #412: it waits for the link's goroutines); a heal must still happen, so a
+    # removal is retried for a minute before the run is told it failed.
+    @retry(retry=retry_if_exception_type((OSError, TimeoutError)), stop=stop_after_delay(60),
+           wait=wait_fixed(1), reraise=True)
+    def _delete(self, proxy: str, toxic_name: str) -> None:
+        try:
+            self._call("DELETE", f"/proxies/{proxy}/toxics/{toxic_name}")
+        except ToxiproxyError as error:
+            if " 404 " not in f" {error} ":  # absent: never added (its add failed) or removed already
+                raise
+
+    def remove(self, proxy: str, names: list[str]) -> None:
+        for toxic_name in names:
+            self._delete(proxy, toxic_name)
+
+
+def toxic_names(name: str, toxic: str) -> list[str]:
+    """The names ``add_fault(proxy, name, toxic, ...)`` gives its toxics: known before it is called, so a
+    fault whose injection failed part-way is still removed whole."""
+    return [f"{name}-{stream}" for stream in FAULT_TOXICS[toxic][1]]
+
+
+def remove_all(toxiproxy: Toxiproxy, toxics: list[tuple[str, list[str]]]) -> None:
+    """Every (proxy, toxic names) removed, the later ones too when an earlier removal fails; the first
+    failure is raised at the end."""
+    failures: list[Exception] = []
+    for proxy, names in toxics:
+        try:
+            toxiproxy.remove(proxy, names)
+        except Exception as error:
+            failures.append(error)
+    if failures:
+        raise failures[0]
