@@ -54,3 +54,15 @@ bench-recovery: ; flock /tmp/sparkwire-heavy.lock $(VENV)/python bench/driver_re
 bench-spark: ; flock /tmp/sparkwire-heavy.lock $(VENV)/python bench/spark_throughput.py $(ARGS)
 bench-update: ; flock /tmp/sparkwire-heavy.lock $(VENV)/python bench/update_latency.py $(ARGS)
 bench-abuse: ; flock /tmp/sparkwire-heavy.lock $(VENV)/python bench/abuse.py $(ARGS)
+
+# The documentation site (mkdocs.yml, pages in docs/) into site/, warnings as errors: broken links and anchors
+# fail it. Its packages (docs/requirements.txt) go into .venv when missing or changed; the CLI reference is
+# generated from the sparkwire package's parser, so the venv needs `make setup-demo` (or setup) first.
+.PHONY: docs
+DOCS_STAMP := .venv/.docs-requirements.txt
+$(DOCS_STAMP): docs/requirements.txt
+	@test -x $(VENV)/python || { echo "make docs: no .venv yet: run make setup-demo first" >&2; exit 1; }
+	$(VENV)/pip install -q -r docs/requirements.txt
+	cp docs/requirements.txt $@
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true $(VENV)/mkdocs build --strict --site-dir site
