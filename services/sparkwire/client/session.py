@@ -65,6 +65,9 @@ class ClientSession:
         self._deduper = ClientDeduper(dedup_capacity)
         self._detector = SeqGapDetector()
         self._epoch: str | None = None  # set with the first applied snapshot or entry: then there is a cursor
+        # The digest of the entry at the cursor's seq (the server sends it with every entry and snapshot):
+        # sent with the cursor and acks, so a gateway resumes only a log that still holds that entry there.
+        self._digest: str | None = None
         self.state: dict[str, StateItem] = {}
         self.applied: list[tuple[int, str]] = []  # (seq, processingId) of every entry applied, in order
         self.resets: Counter[str] = Counter()
@@ -81,7 +84,7 @@ class ClientSession:
     @property
     def cursor(self) -> Cursor | None:
         """The last entry applied (or the snapshot's position), sent in the next hello."""
-        return None if self._epoch is None else Cursor(self._epoch, self._detector.last_seq)
+        return None if self._epoch is None else Cursor(self._epoch, self._detector.last_seq, self._digest)
 
     @property
     def last_seq(self) -> int:
@@ -172,6 +175,7 @@ class ClientSession:
         self.state = {key: item for p in parts for key, item in p.items.items()}
         self._detector.reset(part.seq)
         self._epoch = part.epoch
+        self._digest = part.digest
         self._mark_progress(entries=0)
         return Reaction()
 
@@ -182,6 +186,7 @@ class ClientSession:
         if self._start_at_first_entry and frame.entries:
             self._start_at_first_entry = False
             self._detector.reset(frame.entries[0].seq - 1)
+            self._digest = None  # the entry before the first one is not known here
         for entry in frame.entries:
             verdict = self._detector.observe(entry.seq)
             if verdict == "gap":
@@ -194,6 +199,7 @@ class ClientSession:
                 continue
             moved += 1
             self._epoch = frame.epoch
+            self._digest = entry.digest
             # The seq is taken either way (the next seq follows it); only a new result is applied (rendered).
             if not self._deduper.is_duplicate(entry.processing_id):
                 self._apply(entry)
@@ -228,7 +234,7 @@ class ClientSession:
             return []
         self._acked_seq, self._unacked_entries, self._unacked_since = seq, 0, None
         self.acks_sent += 1
-        return [encode_ack(Ack(seq, self.duplicates, self.gaps))]
+        return [encode_ack(Ack(seq, self.duplicates, self.gaps, self._digest))]
 
     def seconds_until_ack(self) -> float | None:
         """How long until an ack is due by time (0 if it is due now), or None if nothing awaits an ack."""

@@ -22,6 +22,8 @@ ERROR_FRAME_TIMEOUT_S = 1.0
 ENDINGS: dict[str, tuple[CloseCode, str]] = {
     "slow_consumer": (CloseCode.SLOW_CONSUMER, "send queue overflowed"),
     "stream_reset": (CloseCode.STREAM_RESET, "stream epoch changed"),
+    # The log went back in the same epoch (a lagging replica promoted): a new epoch was declared for it.
+    "stream_rewound": (CloseCode.STREAM_RESET, "stream rewound: the log went back, new epoch"),
     "draining": (CloseCode.GOING_AWAY, "pod draining"),
     "timeout": (CloseCode.TIMEOUT, "no frame from the client in time"),
     "token_expired": (CloseCode.TOKEN_EXPIRED, "token expired"),

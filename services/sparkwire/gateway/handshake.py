@@ -15,9 +15,10 @@ from dataclasses import dataclass
 
 from sparkwire.gateway import metrics
 from sparkwire.gateway.auth import Grant, check_token
+from sparkwire.gateway.continuity import verify_resume
 from sparkwire.gateway.ending import Close
 from sparkwire.gateway.hub import StreamHub
-from sparkwire.gateway.recovery import decide_start
+from sparkwire.gateway.recovery import StartPlan, decide_start
 from sparkwire.gateway.sessions import SessionPosition, SessionStore
 from sparkwire.gateway.settings import ConnectionSettings
 from sparkwire.gateway.wire import FrameSocket, Transport, payload, serialize_text_frames
@@ -89,6 +90,7 @@ async def start(websocket: FrameSocket, wire: Transport, hub: StreamHub, session
         meta = await hub.meta()
         plan = decide_start(admission.hello.cursor, stored.seq if stored else None, meta,
                             session_epoch=stored.epoch if stored else None)
+    plan = await _verify(hub, plan, admission)
     await sessions.connected(admission.session_id, hub.stream, admission.subject)
     ack_every, ack_interval_ms = settings.ack_policy(len(hub.subscriptions))
     welcome = encode_welcome(Welcome(
@@ -102,6 +104,19 @@ async def start(websocket: FrameSocket, wire: Transport, hub: StreamHub, session
     snapshot, frames = await hub.snapshot(settings.max_server_frame_bytes)
     await _send(websocket, wire, [welcome, *frames])
     return Start(snapshot.epoch, snapshot.seq)
+
+
+async def _verify(hub: StreamHub, plan: StartPlan, admission: Admission) -> StartPlan:
+    """A resume checked against the entry the log holds at its seq, when the position came with that entry's
+    digest (``continuity.verify_resume``). Read from the log, never the pod's ring: the ring holds what this
+    pod read before, which is exactly what a log that went back no longer holds."""
+    cursor, stored = admission.hello.cursor, admission.stored
+    digest = (cursor.digest if plan.position_from == "cursor" and cursor is not None
+              else stored.digest if plan.position_from == "session" and stored is not None else None)
+    if plan.mode != "resume" or not plan.after_seq or not digest:
+        return plan
+    found = await hub.log.read_after(plan.after_seq - 1, 1)
+    return verify_resume(plan, digest, found[0] if found else None)
 
 
 async def _send(websocket: FrameSocket, wire: Transport, frames: list[str]) -> None:

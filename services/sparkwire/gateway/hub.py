@@ -11,6 +11,7 @@ from collections import deque
 
 from sparkwire.gateway import metrics
 from sparkwire.gateway.batched import Batched, shared
+from sparkwire.gateway.continuity import rewound
 from sparkwire.gateway.subscription import EndReason, LiveBatch, LiveEntry, Subscription
 from sparkwire.protocol.server_frames import encode_entry, encode_snapshot
 from sparkwire.replaylog.model import Entry, Snapshot, StreamMeta
@@ -46,6 +47,7 @@ class StreamHub:
         self.subscriptions: set[Subscription] = set()
         self.epoch = ""
         self.head_seq = 0
+        self.head_digest = ""  # of the entry at head_seq, when this pod read it ("" after a reset: unknown)
         self.healthy = False
         self.started = asyncio.Event()
         self._written_through = metrics.WRITTEN_THROUGH.labels(stream=stream)
@@ -120,6 +122,8 @@ class StreamHub:
         meta = await self.log.meta()
         if meta.epoch != self.epoch and (self.epoch or not self.started.is_set()):
             self._reset(meta)
+        else:  # following again after an error (a failover?): the log may have gone back under this pod
+            await self._check_head(meta)
         self.healthy = True
         self.started.set()
         while True:
@@ -128,8 +132,10 @@ class StreamHub:
                 meta = await self.log.meta()  # quiet: a good moment to notice a lost log (new epoch)
                 metrics.SINK_DUPLICATES.labels(stream=self.stream).set(
                     meta.counters.get("duplicates_suppressed", 0))
-                if (self.epoch and meta.epoch != self.epoch) or meta.last_seq < self.head_seq:
+                if self.epoch and meta.epoch != self.epoch:
                     self._reset(meta)
+                else:
+                    await self._check_head(meta)
                 continue
             if not self.epoch:  # the first commit to an empty stream created its epoch just now
                 self.epoch = (await self.log.meta()).epoch
@@ -148,6 +154,7 @@ class StreamHub:
                 log.exception("entry with invalid data skipped by the hub")
                 continue
             self.head_seq = entry.seq
+            self.head_digest = entry.digest
         self.ring.extend(batch)
         metrics.HEAD_SEQ.labels(stream=self.stream).set(self.head_seq)
         written_through = 0
@@ -160,13 +167,43 @@ class StreamHub:
             self._delivered.inc(written_through * len(batch))
             metrics.DELIVERY_LATENCY.observe(max(time.time() * 1000 - batch[0].entry.commit_ms, 0) / 1000)
 
+    async def _check_head(self, meta: StreamMeta) -> None:
+        """Whether the log still holds the last entry this pod read (``continuity.rewound``); if it went back in
+        the same epoch (a lagging replica promoted), a new epoch is declared through the log's own script
+        (``declare_rewind.lua``: checked and changed in one call, so pods that see it together declare one
+        epoch), and every connection is closed 4409 "stream rewound": they resume with a snapshot."""
+        if not self.epoch or self.head_seq <= 0 or meta.epoch != self.epoch:
+            return
+        held = None
+        if meta.last_seq >= self.head_seq:
+            if not self.head_digest:
+                return
+            found = await self.log.read_after(self.head_seq - 1, 1)
+            held = found[0] if found else None
+        if not rewound(self.head_seq, self.head_digest, meta.last_seq, held):
+            return
+        status, epoch = await self.log.declare_rewind(self.epoch, self.head_seq, self.head_digest)
+        if status == "intact":  # the log reached that entry again meanwhile (a read of a moving log): go on
+            return
+        metrics.REWINDS.labels(stream=self.stream, outcome=status).inc()
+        log.warning("stream rewound: the log went back in the same epoch", extra={"fields": {
+            "stream": self.stream, "epoch": self.epoch, "seq": self.head_seq, "digest": self.head_digest,
+            "logLastSeq": meta.last_seq, "heldDigest": held.digest if held else None, "newEpoch": epoch,
+            "declared": status == "declared"}})
+        self.end_all("stream_rewound")
+        self._adopt(await self.log.meta())
+
     def _reset(self, meta: StreamMeta) -> None:
         """The log this pod followed is gone (new epoch): connections must start over from a snapshot."""
         if self.epoch:
             log.warning("stream epoch changed", extra={"fields": {"stream": self.stream, "old": self.epoch,
                                                                   "new": meta.epoch}})
             self.end_all("stream_reset")
+        self._adopt(meta)
+
+    def _adopt(self, meta: StreamMeta) -> None:
         self.epoch = meta.epoch
         self.head_seq = meta.last_seq
+        self.head_digest = ""
         self.ring.clear()
 

@@ -19,6 +19,9 @@ ENTRIES_REPLAYED = Counter(
     "sparkwire_gateway_entries_replayed", "Entries sent from history on (re)connect", ["stream", "source"]
 )
 RESETS = Counter("sparkwire_gateway_resets", "Connections started from a snapshot", ["stream", "reason"])
+REWINDS = Counter("sparkwire_gateway_rewinds",
+                  "Times this pod's reader saw the log go back in the same epoch (a new epoch declared for it)",
+                  ["stream", "outcome"])
 SLOW_CONSUMER_CLOSES = Counter(
     "sparkwire_gateway_slow_consumer_closes", "Connections closed because their send queue overflowed", ["stream"]
 )

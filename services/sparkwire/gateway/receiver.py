@@ -70,5 +70,5 @@ class Receiver:
         refresh_ttl = self.sessions.ttl_refresh_due(self.ttl_refreshed)
         if refresh_ttl:
             self.ttl_refreshed = time.monotonic()
-        self.sessions.acked(self.session_id, self.stream, SessionPosition(self.sender.epoch, ack.seq, *self.reported),
-                            self.subject, refresh_ttl=refresh_ttl)
+        position = SessionPosition(self.sender.epoch, ack.seq, *self.reported, ack.digest or "")
+        self.sessions.acked(self.session_id, self.stream, position, self.subject, refresh_ttl=refresh_ttl)

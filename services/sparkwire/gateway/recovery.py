@@ -15,8 +15,11 @@ from typing import Literal
 from sparkwire.protocol.positions import Cursor, Gap
 from sparkwire.replaylog.model import Entry, StreamMeta
 
-ResetReason = Literal["none", "no_position", "epoch_mismatch", "cursor_too_old", "cursor_ahead"]
-RESET_REASONS: tuple[ResetReason, ...] = ("none", "no_position", "epoch_mismatch", "cursor_too_old", "cursor_ahead")
+# "rewind": the log holds another entry under the position's seq than the one its digest names
+# (``continuity.verify_resume``).
+ResetReason = Literal["none", "no_position", "epoch_mismatch", "cursor_too_old", "cursor_ahead", "rewind"]
+RESET_REASONS: tuple[ResetReason, ...] = ("none", "no_position", "epoch_mismatch", "cursor_too_old", "cursor_ahead",
+                                          "rewind")
 
 
 @dataclass(frozen=True)

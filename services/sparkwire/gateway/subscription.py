@@ -21,7 +21,8 @@ from sparkwire.replaylog.model import Entry
 
 log = logging.getLogger(__name__)
 
-EndReason = Literal["slow_consumer", "stream_reset", "draining", "receiver", "timeout", "token_expired"]
+EndReason = Literal["slow_consumer", "stream_reset", "stream_rewound", "draining", "receiver", "timeout",
+                    "token_expired"]
 
 
 @dataclass(frozen=True, slots=True)

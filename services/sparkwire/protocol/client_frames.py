@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import NoReturn
 
 from sparkwire.protocol.close_codes import CloseCode
+from sparkwire.protocol.digest import DIGEST
 from sparkwire.protocol.encoding import dumps, reject_constant
 from sparkwire.protocol.limits import (
     MAX_CLIENT_FRAME_BYTES,
@@ -44,6 +45,7 @@ class Ack:
     seq: int
     duplicates: int
     gaps: int
+    digest: str | None = None  # of the entry at ``seq``; stored with the session, checked at its resume
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,7 @@ _FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     # type -> (required, optional); anything else is refused so that a misspelt "cursor" cannot
     # silently turn a resume into a snapshot.
     "hello": (frozenset({"type", "v"}), frozenset({"session", "cursor", "token"})),
-    "ack": (frozenset({"type", "seq", "duplicates", "gaps"}), frozenset()),
+    "ack": (frozenset({"type", "seq", "duplicates", "gaps"}), frozenset({"digest"})),
     "ping": (frozenset({"type", "t"}), frozenset()),
     "pong": (frozenset({"type", "t"}), frozenset()),
 }
@@ -98,17 +100,26 @@ def _optional_string(where: str, value: object) -> str | None:
     _violation(f"{where} must be a string or null, got {type(value).__name__}")
 
 
+def _digest(where: str, value: object) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not DIGEST.match(value):
+        _violation(f"{where} must be 16 lowercase hex digits or null, got {value!r:.40}")
+    return value
+
+
 def _cursor(value: object) -> Cursor | None:
     if value is None:
         return None
     if not isinstance(value, dict):
         _violation(f"hello.cursor must be an object or null, got {type(value).__name__}")
-    if set(value) != {"epoch", "seq"}:
-        _violation(f"hello.cursor must have exactly the fields epoch and seq, got {sorted(value)}")
+    if not {"epoch", "seq"} <= set(value) <= {"epoch", "seq", "digest"}:
+        _violation(f"hello.cursor must have the fields epoch, seq and optionally digest, got {sorted(value)[:5]}")
     epoch = value["epoch"]
     if not isinstance(epoch, str) or len(epoch) > MAX_EPOCH_CHARS:
         _violation(f"hello.cursor.epoch must be a string of at most {MAX_EPOCH_CHARS} characters, got {epoch!r:.80}")
-    return Cursor(epoch=epoch, seq=_integer("hello.cursor.seq", value["seq"], MAX_SEQ))
+    return Cursor(epoch=epoch, seq=_integer("hello.cursor.seq", value["seq"], MAX_SEQ),
+                  digest=_digest("hello.cursor.digest", value.get("digest")))
 
 
 def _hello(document: dict[str, object]) -> Hello:
@@ -171,6 +182,7 @@ def parse_client_frame(text: str | bytes, max_bytes: int = MAX_CLIENT_FRAME_BYTE
             seq=_integer("ack.seq", document["seq"], MAX_SEQ),
             duplicates=_integer("ack.duplicates", document["duplicates"], MAX_COUNT),
             gaps=_integer("ack.gaps", document["gaps"], MAX_COUNT),
+            digest=_digest("ack.digest", document.get("digest")),
         )
     t = _integer(f"{frame_type}.t", document["t"], MAX_COUNT)
     return Ping(t) if frame_type == "ping" else Pong(t)
@@ -183,14 +195,20 @@ def parse_client_frame(text: str | bytes, max_bytes: int = MAX_CLIENT_FRAME_BYTE
 def encode_hello(hello: Hello) -> str:
     document: dict[str, object] = {"type": "hello", "v": hello.version, "session": hello.session}
     if hello.cursor is not None:
-        document["cursor"] = {"epoch": hello.cursor.epoch, "seq": hello.cursor.seq}
+        cursor: dict[str, object] = {"epoch": hello.cursor.epoch, "seq": hello.cursor.seq}
+        if hello.cursor.digest is not None:  # only to a server that sent digests: an older one refuses the field
+            cursor["digest"] = hello.cursor.digest
+        document["cursor"] = cursor
     if hello.token is not None:
         document["token"] = hello.token
     return dumps(document)
 
 
 def encode_ack(ack: Ack) -> str:
-    return dumps({"type": "ack", "seq": ack.seq, "duplicates": ack.duplicates, "gaps": ack.gaps})
+    document: dict[str, object] = {"type": "ack", "seq": ack.seq, "duplicates": ack.duplicates, "gaps": ack.gaps}
+    if ack.digest is not None:
+        document["digest"] = ack.digest
+    return dumps(document)
 
 
 def encode_heartbeat(frame: Ping | Pong) -> str:

@@ -5,6 +5,9 @@ Defined here, not in the log, so that a client depends on the protocol alone (no
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
+
+from sparkwire.protocol.digest import entry_digest
 
 
 @dataclass(frozen=True)
@@ -17,6 +20,11 @@ class Entry:
     data: str
     commit_ms: int
     batch_id: int
+
+    @cached_property  # computed once per entry read (the hub's: once per pod), not once per client
+    def digest(self) -> str:
+        """What tells this entry from another one under the same (epoch, seq): ``digest.entry_digest``."""
+        return entry_digest(self.processing_id, self.data)
 
 
 @dataclass(frozen=True)
@@ -34,3 +42,4 @@ class Snapshot:
     epoch: str
     seq: int
     items: dict[str, StateItem]
+    digest: str | None = None  # of the entry at ``seq``, read with the state (None: an empty or trimmed log)

@@ -7,10 +7,12 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Cursor:
-    """The last entry a client applied: ``seq`` within ``epoch``."""
+    """The last entry a client applied: ``seq`` within ``epoch``, and that entry's ``digest`` (``digest.py``)
+    when the client knows it: a cursor with a digest proves which entry it ends at, one without only where."""
 
     epoch: str
     seq: int
+    digest: str | None = None
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from typing import NoReturn
 
 from sparkwire.protocol.client_frames import Ping, Pong
 from sparkwire.protocol.close_codes import CloseCode
+from sparkwire.protocol.digest import DIGEST
 from sparkwire.protocol.encoding import dumps, reject_constant
 from sparkwire.protocol.items import Entry, Snapshot, StateItem
 from sparkwire.protocol.limits import MAX_SERVER_FRAME_BYTES, PROTOCOL_VERSION
@@ -50,6 +51,7 @@ class EncodedEntry:
     seq: int
     json: str
     nbytes: int
+    digest: str
 
 
 def encode_entry(entry: Entry) -> EncodedEntry:
@@ -64,9 +66,9 @@ def encode_entry(entry: Entry) -> EncodedEntry:
         raise ValueError(f"data of seq {entry.seq} is not valid JSON: {error}") from None
     text = (
         f'{{"seq":{entry.seq},"processingId":{dumps(entry.processing_id)},"key":{dumps(entry.key)},'
-        f'"data":{entry.data},"commitMs":{entry.commit_ms}}}'
+        f'"data":{entry.data},"commitMs":{entry.commit_ms},"digest":"{entry.digest}"}}'
     )
-    return EncodedEntry(seq=entry.seq, json=text, nbytes=len(text.encode()))
+    return EncodedEntry(seq=entry.seq, json=text, nbytes=len(text.encode()), digest=entry.digest)
 
 
 def _entries_head(epoch: str) -> str:
@@ -109,7 +111,8 @@ def encode_snapshot(snapshot: Snapshot, max_frame_bytes: int = MAX_SERVER_FRAME_
         f"{dumps(key)}:" + dumps({"seq": item.seq, "processingId": item.processing_id, "data": item.data})
         for key, item in sorted(snapshot.items.items())
     ]
-    head = f'{{"type":"snapshot","epoch":{dumps(snapshot.epoch)},"seq":{snapshot.seq},"items":{{'
+    digest = "" if snapshot.digest is None else f'"digest":"{snapshot.digest}",'
+    head = f'{{"type":"snapshot","epoch":{dumps(snapshot.epoch)},"seq":{snapshot.seq},{digest}"items":{{'
     overhead = len(head.encode()) + len('},"more":false}')
     runs = _pack([(item, len(item.encode())) for item in items], overhead, max_frame_bytes)
     last = len(runs) - 1
@@ -137,6 +140,7 @@ class ReceivedEntry:
     key: str
     data: object
     commit_ms: int
+    digest: str | None = None  # None from a server older than digests
 
 
 @dataclass(frozen=True)
@@ -153,6 +157,7 @@ class SnapshotPart:
     seq: int
     items: dict[str, StateItem]
     more: bool
+    digest: str | None = None  # of the entry at ``seq``; None from an older server, or a log without it
 
 
 @dataclass(frozen=True)
@@ -204,6 +209,15 @@ def _bool(document: dict[str, object], where: str, name: str) -> bool:
     return value
 
 
+def _optional_digest(document: dict[str, object], where: str) -> str | None:
+    value = document.get("digest")
+    if value is None:
+        return None
+    if not isinstance(value, str) or not DIGEST.match(value):
+        _bad(f"{where}.digest must be 16 lowercase hex digits, got {value!r:.40}")
+    return value
+
+
 def _object(value: object, where: str) -> dict[str, object]:
     if not isinstance(value, dict):
         _bad(f"{where} must be an object, got {type(value).__name__}")
@@ -243,6 +257,7 @@ def _snapshot(document: dict[str, object]) -> SnapshotPart:
         seq=_int(document, "snapshot", "seq"),
         items=items,
         more=_bool(document, "snapshot", "more"),
+        digest=_optional_digest(document, "snapshot"),
     )
 
 
@@ -259,6 +274,7 @@ def _entries(document: dict[str, object]) -> EntriesFrame:
             key=_str(entry, "entries[]", "key"),
             data=_field(entry, "entries[]", "data"),
             commit_ms=_int(entry, "entries[]", "commitMs"),
+            digest=_optional_digest(entry, "entries[]"),
         ))
     return EntriesFrame(epoch=_str(document, "entries", "epoch"), entries=tuple(entries))
 

@@ -3,6 +3,8 @@ and follows it as entries are committed (``follow``: a blocking XREAD). The Redi
 
 from __future__ import annotations
 
+import secrets
+from importlib.resources import files
 from typing import Any, cast
 
 import redis.asyncio as redis_async
@@ -21,11 +23,14 @@ from sparkwire.replaylog.reader import (
     range_after,
 )
 
+_DECLARE_REWIND_SOURCE = files("sparkwire.replaylog").joinpath("lua/declare_rewind.lua").read_text()
+
 
 class AsyncReplayLogReader:
     def __init__(self, client: redis_async.Redis, keys: StreamKeys) -> None:
         self.client = client
         self.keys = keys
+        self._declare_rewind = client.register_script(_DECLARE_REWIND_SOURCE)
 
     async def meta(self) -> StreamMeta:
         return parse_meta(await self.client.hgetall(self.keys.meta))
@@ -44,8 +49,9 @@ class AsyncReplayLogReader:
         async with self.client.pipeline(transaction=True) as pipe:
             pipe.hgetall(self.keys.state)
             pipe.hmget(self.keys.meta, SNAPSHOT_META_FIELDS)
-            state_raw, (epoch, last_seq) = await pipe.execute()
-        return parse_snapshot(state_raw, epoch, last_seq)
+            pipe.xrevrange(self.keys.log, max="+", min="-", count=1)
+            state_raw, (epoch, last_seq), head = await pipe.execute()
+        return parse_snapshot(state_raw, epoch, last_seq, head)
 
     async def history(self, last: int) -> History:
         """The last ``last`` entries and the state they end at, in one MULTI/EXEC (see
@@ -64,6 +70,18 @@ class AsyncReplayLogReader:
         """The stream's descriptor (JSON text) as its writer stored it; None when it wrote none."""
         raw = await self.client.get(self.keys.descriptor)
         return None if raw is None else (raw.decode() if isinstance(raw, bytes) else str(raw))
+
+
+    async def declare_rewind(self, epoch: str, seq: int, digest: str) -> tuple[str, str]:
+        """A new epoch if the log confirms the rewind (``lua/declare_rewind.lua``: one call, so gateways seeing
+        it together declare one epoch). A retry after a lost reply finds the epoch moved and changes nothing."""
+        status, now = await self._declare_rewind(keys=[self.keys.log, self.keys.meta],
+                                                 args=[epoch, seq, digest, secrets.token_hex(8)])
+        return _text(status), _text(now)
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
 
 
 def _xread_entries(response: Any) -> list[tuple[bytes, dict[bytes, bytes]]]:

@@ -54,6 +54,13 @@ class MemoryStreamLog:
         self.epoch, self.first_seq, self.last_seq, self.last_batch = uuid.uuid4().hex, 1, 0, -1
         return self.epoch
 
+    def rewind(self, last_seq: int) -> None:
+        """A failover to a replica that lacked the entries after ``last_seq``: gone, in the same epoch (the
+        state keeps what it had, as a replica's would not: tests only read entries and seqs after this)."""
+        self.entries = [entry for entry in self.entries if entry.seq <= last_seq]
+        self.last_seq = last_seq
+        self.last_batch = self.entries[-1].batch_id if self.entries else -1
+
     def trim(self, first_seq: int) -> None:
         """Retention: the entries before ``first_seq`` are gone (the state keeps their keys)."""
         self.entries = [entry for entry in self.entries if entry.seq >= first_seq]
@@ -81,7 +88,8 @@ class MemoryStreamLog:
         return self.entries[start : start + count]
 
     async def snapshot(self) -> Snapshot:
-        return Snapshot(self.epoch, self.last_seq, dict(self.items))
+        head = self.entries[-1] if self.entries and self.entries[-1].seq == self.last_seq else None
+        return Snapshot(self.epoch, self.last_seq, dict(self.items), head.digest if head else None)
 
     async def history(self, last: int) -> History:
         if last < 0:
@@ -91,6 +99,15 @@ class MemoryStreamLog:
 
     async def descriptor(self) -> str | None:
         return self.stored_descriptor
+
+    async def declare_rewind(self, epoch: str, seq: int, digest: str) -> tuple[str, str]:
+        if epoch != self.epoch:
+            return "moved", self.epoch
+        held = [entry for entry in self.entries if entry.seq == seq]
+        if self.last_seq >= seq and (not digest or not held or held[0].digest == digest):
+            return "intact", self.epoch
+        self.epoch = uuid.uuid4().hex
+        return "declared", self.epoch
 
 
 class MemorySessionRecords:

@@ -48,15 +48,23 @@ class StreamLog(Protocol):
         """The stream's descriptor (JSON text) as its writer stored it; None when it wrote none."""
         ...
 
+    async def declare_rewind(self, epoch: str, seq: int, digest: str) -> tuple[str, str]:
+        """The log went back under a reader that saw entry ``seq`` (``digest``, or ``""``) in ``epoch``: a new
+        epoch, if the store confirms it in one step (``lua/declare_rewind.lua``). Returns (status, the
+        stream's epoch now): ``"declared"``, ``"moved"`` (no longer ``epoch``) or ``"intact"``."""
+        ...
+
 
 @dataclass(frozen=True)
 class SessionPosition:
-    """The last ack of a session, and the duplicate and gap counts its client reported with it."""
+    """The last ack of a session, the duplicate and gap counts its client reported with it, and the digest of
+    the entry at ``seq`` it sent (``""`` when it sent none: a position that proves less)."""
 
     epoch: str
     seq: int
     duplicates: int = 0
     gaps: int = 0
+    digest: str = ""
 
 
 @dataclass(frozen=True)

@@ -79,12 +79,16 @@ SNAPSHOT_META_FIELDS = [MetaField.EPOCH, MetaField.LAST_SEQ]
 
 
 def parse_snapshot(state_raw: Mapping[bytes | str, bytes | str], epoch: bytes | str | None,
-                   last_seq: bytes | str | None) -> Snapshot:
-    """A snapshot from ``HGETALL state`` and ``HMGET meta epoch last_seq`` read in one MULTI/EXEC."""
+                   last_seq: bytes | str | None, head_range: object = ()) -> Snapshot:
+    """A snapshot from ``HGETALL state``, ``HMGET meta epoch last_seq`` and ``XREVRANGE log + - COUNT 1`` read
+    in one MULTI/EXEC; its digest is that of the entry at its seq (None when the log does not hold it)."""
+    seq = int(last_seq) if last_seq is not None else 0
+    head = parse_range(head_range)
     return Snapshot(
         epoch=_text(epoch) if epoch is not None else "",
-        seq=int(last_seq) if last_seq is not None else 0,
+        seq=seq,
         items=parse_state(state_raw),
+        digest=head[0].digest if head and head[0].seq == seq else None,
     )
 
 
@@ -138,8 +142,9 @@ class ReplayLogReader:
         pipe = self.client.pipeline(transaction=True)
         pipe.hgetall(self.keys.state)
         pipe.hmget(self.keys.meta, SNAPSHOT_META_FIELDS)
-        state_raw, (epoch, last_seq) = pipe.execute()
-        return parse_snapshot(state_raw, epoch, last_seq)
+        pipe.xrevrange(self.keys.log, max="+", min="-", count=1)
+        state_raw, (epoch, last_seq), head = pipe.execute()
+        return parse_snapshot(state_raw, epoch, last_seq, head)
 
     def history(self, last: int) -> History:
         """The last ``last`` entries (fewer if the log holds fewer) and the state, with the meta, in one

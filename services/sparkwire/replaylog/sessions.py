@@ -14,7 +14,7 @@ import redis.asyncio as redis_async
 from sparkwire.replaylog.keys import DEFAULT_PREFIX
 from sparkwire.replaylog.port import AckRecord, ConnectRecord, SessionLookup, SessionPosition
 
-_LOOKUP_FIELDS = ["subject", "epoch", "seq", "duplicates", "gaps"]
+_LOOKUP_FIELDS = ["subject", "epoch", "seq", "duplicates", "gaps", "digest"]
 
 
 def session_key(session_id: str, stream: str, prefix: str = DEFAULT_PREFIX) -> str:
@@ -25,11 +25,13 @@ def _text(value: object) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def _session(subject: object, epoch: object, seq: object, duplicates: object, gaps: object) -> SessionLookup:
+def _session(subject: object, epoch: object, seq: object, duplicates: object, gaps: object,
+             digest: object) -> SessionLookup:
     if subject is None:  # every pod writes the subject when it issues the id
         return None, None
     position = None if epoch is None or seq is None else SessionPosition(
-        epoch=_text(epoch), seq=int(_text(seq)), duplicates=int(_text(duplicates or 0)), gaps=int(_text(gaps or 0)))
+        epoch=_text(epoch), seq=int(_text(seq)), duplicates=int(_text(duplicates or 0)), gaps=int(_text(gaps or 0)),
+        digest=_text(digest or b""))
     return _text(subject), position
 
 
@@ -59,7 +61,8 @@ class RedisSessionRecords:
                 key = session_key(ack.session_id, ack.stream)
                 pipe.hset(key, mapping={
                     "epoch": ack.position.epoch, "seq": ack.position.seq, "duplicates": ack.position.duplicates,
-                    "gaps": ack.position.gaps, "pod": pod, "updated_ms": ack.updated_ms, "subject": ack.subject,
+                    "gaps": ack.position.gaps, "digest": ack.position.digest, "pod": pod,
+                    "updated_ms": ack.updated_ms, "subject": ack.subject,
                 })
                 if ack.renew_ttl:
                     pipe.expire(key, ttl_seconds)

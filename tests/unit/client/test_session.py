@@ -45,7 +45,16 @@ def snapshot(
 
 
 def acks(frames: list[str]) -> list[dict[str, object]]:
-    return [doc for doc in map(json.loads, frames) if doc["type"] == "ack"]
+    """The acks, without their digests (``test_the_cursor_and_acks_carry_the_digest_of_the_entry_at_their_seq``
+    checks those)."""
+    return [{k: v for k, v in doc.items() if k != "digest"} for doc in map(json.loads, frames) if doc["type"] == "ack"]
+
+
+def where(cursor: Cursor | dict[str, object] | None) -> tuple[object, object] | None:
+    """A cursor's (epoch, seq), whether it carries a digest or not."""
+    if cursor is None:
+        return None
+    return (cursor["epoch"], cursor["seq"]) if isinstance(cursor, dict) else (cursor.epoch, cursor.seq)
 
 
 def connected(clock: FakeClock | None = None, **welcome_args: object) -> ClientSession:
@@ -65,8 +74,8 @@ def test_first_hello_names_a_session_and_no_cursor_then_the_next_carries_the_cur
     session.handle(entries(entry(1), entry(2), epoch="e7"))
     second = json.loads(session.begin_connection())
     assert second["session"] == "server-given"
-    assert second["cursor"] == {"epoch": "e7", "seq": 2}
-    assert session.cursor == Cursor("e7", 2)
+    assert second["cursor"] == {"epoch": "e7", "seq": 2, "digest": entry(2).digest}
+    assert session.cursor == Cursor("e7", 2, entry(2).digest)
 
 
 def test_entries_are_applied_in_order_with_state_per_key_and_callback() -> None:
@@ -118,10 +127,10 @@ def test_a_gap_stops_applying_asks_to_resume_and_keeps_the_cursor_before_the_hol
     assert reaction.gap == Gap(expected=4, got=5)
     assert session.applied == [(1, "p1"), (2, "p2"), (3, "p3")]
     assert session.gaps == 1
-    assert session.cursor == Cursor("e1", 3)
+    assert session.cursor == Cursor("e1", 3, entry(3).digest)
     # The entries before the hole are acked before closing, so the session records them.
     assert acks(reaction.send) == [{"type": "ack", "seq": 3, "duplicates": 0, "gaps": 1}]
-    assert json.loads(session.begin_connection())["cursor"] == {"epoch": "e1", "seq": 3}
+    assert json.loads(session.begin_connection())["cursor"] == {"epoch": "e1", "seq": 3, "digest": entry(3).digest}
 
 
 def test_a_snapshot_in_parts_replaces_the_state_once_whole_and_resets_the_seq() -> None:
@@ -284,9 +293,33 @@ def test_once_a_snapshot_is_whole_every_later_hello_carries_a_cursor_and_a_half_
         session.handle(part)
     for cut_after in range(4):  # connections that end early, on a gap, after entries
         hello = json.loads(session.begin_connection())
-        assert hello["cursor"] == {"epoch": "e1", "seq": 7 + cut_after}, hello
+        assert where(hello["cursor"]) == ("e1", 7 + cut_after), hello
         session.handle(welcome())
         session.handle(entries(entry(8 + cut_after)))
         if cut_after == 2:
             assert session.handle(entries(entry(20))).gap is not None
     assert session.resets == {"no_position": 2}
+
+
+def test_the_cursor_and_acks_carry_the_digest_of_the_entry_at_their_seq() -> None:
+    """Issue 47: the digest the server sends with each entry and snapshot goes back with the cursor and the
+    acks, so a gateway resumes only a log that still holds that entry at that seq."""
+    session = connected(recovered=False, reset="no_position", ack_every=2)
+    [part] = encode_snapshot(Snapshot(epoch="e1", seq=7, items={}, digest="00112233aabbccdd"))
+    session.handle(part)
+    assert session.cursor == Cursor("e1", 7, "00112233aabbccdd")
+    reaction = session.handle(entries(entry(8), entry(9)))
+    [ack] = [json.loads(frame) for frame in reaction.send]
+    assert ack == {"type": "ack", "seq": 9, "duplicates": 0, "gaps": 0, "digest": entry(9).digest}
+    hello = json.loads(session.begin_connection())
+    assert hello["cursor"] == {"epoch": "e1", "seq": 9, "digest": entry(9).digest}
+
+
+def test_a_server_older_than_digests_gets_cursors_and_acks_without_one() -> None:
+    session = connected(recovered=False, reset="no_position", ack_every=1)
+    session.handle(snapshot(0, {})[0])
+    old_server_entry = '{"type":"entries","epoch":"e1","entries":[' \
+        '{"seq":1,"processingId":"p1","key":"k","data":{"n":1},"commitMs":5}]}'
+    [ack] = [json.loads(frame) for frame in session.handle(old_server_entry).send]
+    assert "digest" not in ack
+    assert json.loads(session.begin_connection())["cursor"] == {"epoch": "e1", "seq": 1}

@@ -6,7 +6,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sparkwire.protocol.client_frames import Ack, Hello, Ping, Pong, ProtocolError, parse_client_frame
+from sparkwire.protocol.client_frames import (
+    Ack,
+    Hello,
+    Ping,
+    Pong,
+    ProtocolError,
+    encode_ack,
+    encode_hello,
+    parse_client_frame,
+)
 from sparkwire.protocol.close_codes import CloseCode
 from sparkwire.protocol.limits import MAX_CLIENT_FRAME_BYTES
 from sparkwire.protocol.positions import Cursor
@@ -31,6 +40,15 @@ def test_a_minimal_hello_has_no_position_and_no_token() -> None:
     assert parse_client_frame('{"type":"hello","v":1,"session":null,"cursor":null,"token":null}') == Hello(
         1, None, None, None
     )
+
+
+def test_a_cursor_and_an_ack_may_carry_the_digest_of_their_entry_and_round_trip() -> None:
+    hello = Hello(1, "s-1", Cursor("e1", 41, "0123456789abcdef"), None)
+    assert parse_client_frame(encode_hello(hello)) == hello
+    assert parse_client_frame(encode_ack(Ack(10, 2, 0, "fedcba9876543210"))) == Ack(10, 2, 0, "fedcba9876543210")
+    # Without one, as a client older than digests writes them: the same frames as before.
+    assert "digest" not in encode_hello(Hello(1, "s-1", Cursor("e1", 41), None))
+    assert "digest" not in encode_ack(Ack(10, 2, 0))
 
 
 def test_ack_ping_and_pong_parse() -> None:
@@ -58,8 +76,12 @@ def test_ack_ping_and_pong_parse() -> None:
         ('{"type":"hello","v":1,"session":"a b"}', "hello.session must be 1-128"),
         ('{"type":"hello","v":1,"token":["x"]}', "hello.token must be a string"),
         ('{"type":"hello","v":1,"cursor":5}', "hello.cursor must be an object"),
-        ('{"type":"hello","v":1,"cursor":{"seq":1}}', "exactly the fields epoch and seq"),
-        ('{"type":"hello","v":1,"cursor":{"epoch":"e","seq":1,"x":0}}', "exactly the fields epoch and seq"),
+        ('{"type":"hello","v":1,"cursor":{"seq":1}}', "fields epoch, seq and optionally digest"),
+        ('{"type":"hello","v":1,"cursor":{"epoch":"e","seq":1,"x":0}}', "fields epoch, seq and optionally digest"),
+        ('{"type":"hello","v":1,"cursor":{"epoch":"e","seq":1,"digest":"ABCDEF0123456789"}}',
+         "hello.cursor.digest must be 16 lowercase hex digits"),
+        ('{"type":"hello","v":1,"cursor":{"epoch":"e","seq":1,"digest":7}}', "hello.cursor.digest must be 16"),
+        ('{"type":"ack","seq":1,"duplicates":0,"gaps":0,"digest":"abc"}', "ack.digest must be 16 lowercase hex"),
         ('{"type":"hello","v":1,"cursor":{"epoch":7,"seq":1}}', "hello.cursor.epoch must be a string"),
         ('{"type":"hello","v":1,"cursor":{"epoch":"e","seq":-1}}', "hello.cursor.seq must be between 0"),
         ('{"type":"hello","v":1,"cursor":{"epoch":"e","seq":1.5}}', "hello.cursor.seq must be an integer"),
