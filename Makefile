@@ -7,7 +7,7 @@ CACHE := .cache
 # bench/ may be empty (git keeps no empty folders); ruff fails on a missing path.
 LINT_DIRS := $(wildcard services harness tests bench)
 
-.PHONY: setup setup-demo test lint demo chaos clean kind-up kind-down e2e-kind bench-peers bench-spark bench-update bench-recovery bench-abuse
+.PHONY: setup setup-demo test lint check-packages demo chaos clean kind-up kind-down e2e-kind bench-peers bench-spark bench-update bench-recovery bench-abuse
 
 setup:
 	bash infra/setup.sh all
@@ -21,6 +21,12 @@ test: setup
 	bash tests/run-suite.sh $(ARGS)
 	$(MAKE) --no-print-directory lint
 
+# The Python package as a user installs it (infra/check-packages.sh, ~40 s): builds the sdist and the wheel,
+# twine-checks them, installs each extra (client, gateway, spark, server) from the wheel into a fresh venv
+# and runs `sparkwire --help` there.
+check-packages: setup
+	bash infra/check-packages.sh
+
 # services/sparkwire and harness/sparkwire_harness are the packages' folders, so mypy finds them by name.
 lint:
 	$(VENV)/ruff check $(LINT_DIRS)
@@ -30,9 +36,10 @@ demo: setup-demo
 	$(VENV)/python -m sparkwire_harness.demo $(ARGS)
 
 # The whole pipeline under a seeded fault schedule, checked exactly once (docs/reliability.md):
-# make chaos ARGS="--minutes 10 --seed 7" (those are the defaults; ~14 min with start and check).
+# make chaos ARGS="--minutes 10 --seed 7" (those are the defaults; ~14 min with start and check). The test
+# harness's own command (sparkwire-harness chaos), not the product's.
 chaos: setup
-	$(VENV)/sparkwire chaos $(ARGS)
+	$(VENV)/python -m sparkwire_harness chaos $(ARGS)
 
 # A kind cluster running sparkwire (infra/kind/README.md): on a machine with no image registry everything is
 # built here from package registries (~18 min cold, ~90 s warm). e2e-kind then runs the kind chaos,

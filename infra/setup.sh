@@ -31,15 +31,16 @@ mvn_copy() {
 }
 
 step_venv() {
-  header "Python venv (.venv): pip install -c constraints.txt -e '.[server,client,dev]' -e ./harness"
+  header "Python venv (.venv): pip install -c constraints.txt -e '.[server]' --group dev -e ./harness"
   local fp
   fp="$(fingerprint pyproject.toml harness/pyproject.toml constraints.txt)"
   if fresh venv "$fp" && [[ -x .venv/bin/python ]]; then
     echo "up to date"; return
   fi
   [[ -x .venv/bin/python ]] || "$PYTHON" -m venv .venv
+  # pip >= 25.1 reads dependency groups (--group, PEP 735): the dev tools are a group, not an extra.
   .venv/bin/python -m pip install --upgrade pip
-  .venv/bin/python -m pip install -c constraints.txt -e '.[server,client,dev]' -e ./harness
+  .venv/bin/python -m pip install -c constraints.txt -e '.[server]' --group dev -e ./harness
   stamp venv "$fp"
 }
 

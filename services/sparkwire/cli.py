@@ -1,92 +1,119 @@
-"""The ``sparkwire`` command: one subcommand per service."""
+"""The ``sparkwire`` command: one subcommand per service.
+
+Each command needs one extra of the package (pyproject.toml): ``gateway`` and ``token`` the ``gateway`` extra,
+``aggregate``, ``rebuild`` and ``produce`` the ``spark`` extra (``server`` has both). ``sparkwire --help``
+works with any extra installed (the client's alone too); a command whose extra is missing is still listed,
+and running it says which extra to install instead of failing on an import.
+
+The test harness's ``chaos`` run is not a product command: ``sparkwire-harness chaos`` (``make chaos``).
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from importlib import import_module
 from importlib.util import find_spec
 
 from sparkwire import __version__
 
 Runner = Callable[[argparse.Namespace], int]
 
+# The top-level modules each extra installs (the names its requirements import as), checked before a command's
+# own module is imported; tests/unit/test_cli.py checks them against pyproject.toml's extras.
+EXTRA_MODULES: dict[str, tuple[str, ...]] = {
+    "gateway": ("starlette", "uvicorn", "websockets", "redis", "prometheus_client", "jwt", "tenacity"),
+    "spark": ("pyspark", "confluent_kafka", "redis", "prometheus_client", "tenacity"),
+}
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    help: str
+    extra: str
+    module: str  # defines add_arguments(parser) and run(args), or the attributes below
+    add_arguments: str = "add_arguments"
+    run: str = "run"
+    doc_module: str = ""  # the module whose docstring describes the command (default: ``module``)
+
+
+COMMANDS = (
+    Command("aggregate", "run the Spark job: Kafka events -> windowed results -> replay log", "spark",
+            "sparkwire.aggregator.job"),
+    Command("rebuild", "recompute the metrics stream's lost replay log from Kafka and the aggregator's checkpoint",
+            "spark", "sparkwire.aggregator.job", add_arguments="add_rebuild_arguments", run="run_rebuild",
+            doc_module="sparkwire.spark.rebuild"),
+    Command("produce", "write raw metric events to Kafka (idempotent producer)", "spark", "sparkwire.producer.main"),
+    Command("gateway", "serve replay logs to WebSocket clients (one stateless pod)", "gateway",
+            "sparkwire.gateway.main"),
+    Command("token", "print a client token (JWT) signed with the gateways' secret", "gateway",
+            "sparkwire.gateway.token_cli"),
+)
+
+
+def _installed(module: str) -> bool:
+    try:
+        return find_spec(module) is not None
+    except ImportError:  # an import hook that refuses it
+        return False
+
+
+def missing_modules(extra: str) -> list[str]:
+    """The modules of ``extra`` that are not installed here."""
+    return [name for name in EXTRA_MODULES[extra] if not _installed(name)]
+
+
+def install_hint(command: str, extra: str, missing: Sequence[str]) -> str:
+    return (f"sparkwire {command}: needs the '{extra}' extra, which is not installed here (missing: "
+            f"{', '.join(missing)}); install it with: pip install 'sparkwire[{extra}]' "
+            "(or 'sparkwire[server]' for every command)")
+
+
+def _add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser], command: Command) -> None:
+    missing = missing_modules(command.extra)
+    if not missing:
+        try:
+            module = import_module(command.module)
+            doc = import_module(command.doc_module).__doc__ if command.doc_module else module.__doc__
+        except ModuleNotFoundError as error:  # a dependency of the extra that is not one of its top-level names
+            missing = [error.name or str(error)]
+        else:
+            parser = commands.add_parser(command.name, help=command.help, description=doc,
+                                         formatter_class=argparse.RawDescriptionHelpFormatter)
+            getattr(module, command.add_arguments)(parser)
+            parser.set_defaults(run=getattr(module, command.run))
+            return
+    # Listed, so `sparkwire --help` shows it; any arguments (--help included) get the install hint.
+    stub = commands.add_parser(command.name, help=f"{command.help} (needs sparkwire[{command.extra}])",
+                               add_help=False)
+    stub.set_defaults(run=None, missing_extra=install_hint(command.name, command.extra, missing))
+
 
 def build_parser() -> argparse.ArgumentParser:
-    from sparkwire.aggregator import job
-    from sparkwire.gateway import main as gateway
-    from sparkwire.gateway import token_cli
-    from sparkwire.producer import main as producer
-
     parser = argparse.ArgumentParser(
         prog="sparkwire",
         description="Exactly-once delivery of Spark Structured Streaming results to browsers.",
+        epilog="Each command needs an extra of the package: gateway, token: sparkwire[gateway]; aggregate, "
+               "rebuild, produce: sparkwire[spark]; all of them: sparkwire[server].",
     )
     parser.add_argument("--version", action="version", version=f"sparkwire {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    aggregate = commands.add_parser(
-        "aggregate", help="run the Spark job: Kafka events -> windowed results -> replay log",
-        description=job.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    job.add_arguments(aggregate)
-    aggregate.set_defaults(run=job.run)
-
-    from sparkwire.spark import rebuild
-
-    rebuild_log = commands.add_parser(
-        "rebuild", help="recompute the metrics stream's lost replay log from Kafka and the aggregator's checkpoint",
-        description=rebuild.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    job.add_rebuild_arguments(rebuild_log)
-    rebuild_log.set_defaults(run=job.run_rebuild)
-
-    produce = commands.add_parser(
-        "produce", help="write raw metric events to Kafka (idempotent producer)",
-        description=producer.__doc__,
-    )
-    producer.add_arguments(produce)
-    produce.set_defaults(run=producer.run)
-
-    serve = commands.add_parser(
-        "gateway", help="serve replay logs to WebSocket clients (one stateless pod)",
-        description=gateway.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    gateway.add_arguments(serve)
-    serve.set_defaults(run=gateway.run)
-
-    token = commands.add_parser(
-        "token", help="print a client token (JWT) signed with the gateways' secret",
-        description=token_cli.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    token_cli.add_arguments(token)
-    token.set_defaults(run=token_cli.run)
-
-    chaos_help = "the whole pipeline on this machine under a seeded fault schedule, checked exactly once"
-    if find_spec("sparkwire_harness") is None:  # an image, `pip install sparkwire`: it comes with a checkout
-        chaos_run = commands.add_parser("chaos", help=chaos_help + " (needs a source checkout)", add_help=False)
-        chaos_run.set_defaults(run=_no_harness)
-        return parser
-    from sparkwire_harness.chaos import run as chaos
-
-    chaos_run = commands.add_parser("chaos", help=chaos_help, description=chaos.__doc__)
-    chaos.add_arguments(chaos_run)
-    chaos_run.set_defaults(run=chaos.run)
+    for command in COMMANDS:
+        _add_command(commands, command)
     return parser
 
 
-def _no_harness(_args: argparse.Namespace) -> int:
-    sys.exit("sparkwire chaos: the test harness (sparkwire_harness) is not installed; it comes with a source "
-             "checkout of sparkwire: `make setup`, then `make chaos`")
-
-
 def main(argv: Sequence[str] | None = None) -> None:
-    try:
-        parser = build_parser()
-    except ModuleNotFoundError as missing:
-        # `pip install 'sparkwire[client]'` installs the client alone: the services' dependencies are absent.
-        sys.exit(f"sparkwire: the services are not installed ({missing}): pip install 'sparkwire[server]'")
-    args = parser.parse_args(argv)
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    hint: str | None = getattr(args, "missing_extra", None)
+    if hint is not None:
+        sys.exit(hint)
+    if unknown:
+        parser.error(f"unrecognized arguments: {' '.join(unknown)} (see sparkwire {args.command} --help)")
     runner: Runner = args.run
     sys.exit(runner(args))
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import tomllib
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -36,12 +35,12 @@ def load_all_yaml(text: str) -> list[dict[str, Any]]:
 
 
 def pyspark_pin() -> str:
-    services = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["server"]
-    for requirement in services:
-        name, _, version = requirement.partition("==")
+    """The pyspark every test and image runs: constraints.txt's pin (pyproject.toml's spark extra is a range)."""
+    for line in (REPO / "constraints.txt").read_text().splitlines():
+        name, _, version = line.split("#", 1)[0].partition("==")
         if name.strip().lower() == "pyspark":
             return version.strip()
-    raise AssertionError("pyspark is not pinned in pyproject.toml")
+    raise AssertionError("pyspark is not pinned in constraints.txt")
 
 
 def pom_spark_version() -> str:

@@ -20,7 +20,7 @@ INFRA = REPO / "infra" / "kind"
 OFFLINE_CONFIG = INFRA / "cluster" / "kind-offline.yaml"
 PUBLISHED_CONFIG = INFRA / "cluster" / "kind-published.yaml"
 SOURCED = {"versions.sh", "common.sh"}  # sourced by the scripts, not run
-SCRIPTS = [REPO / "spark-operator" / "install.sh", REPO / "infra" / "setup.sh",
+SCRIPTS = [REPO / "spark-operator" / "install.sh", REPO / "infra" / "setup.sh", REPO / "infra" / "check-packages.sh",
            *(p for p in sorted(INFRA.glob("*.sh")) if p.name not in SOURCED)]
 
 

@@ -1,9 +1,13 @@
-"""The ``sparkwire`` command: ``chaos`` comes from the test harness, which only a source checkout installs."""
+"""The ``sparkwire`` command: every command listed with any extra installed, a missing extra named with the fix;
+``chaos`` is the harness's own command (``sparkwire-harness chaos``), not the product's."""
 
 from __future__ import annotations
 
 import argparse
+import re
+import tomllib
 from importlib.util import find_spec
+from pathlib import Path
 
 import pytest
 
@@ -11,23 +15,66 @@ from sparkwire import cli
 from sparkwire.spark.main import add_runtime_arguments
 from sparkwire.spark.session import QUICK_JIT
 
+ROOT = Path(__file__).resolve().parents[2]
+# A distribution's import name where it differs from its normalised distribution name.
+IMPORT_NAMES = {"pyjwt": "jwt", "prometheus-client": "prometheus_client", "confluent-kafka": "confluent_kafka"}
 
-def test_chaos_runs_the_harness_when_it_is_installed() -> None:
+
+def _without(monkeypatch: pytest.MonkeyPatch, *absent: str) -> None:
+    monkeypatch.setattr(cli, "find_spec", lambda name: None if name in absent else find_spec(name))
+
+
+def test_chaos_is_the_harness_command_not_the_products() -> None:
+    from sparkwire_harness import cli as harness_cli
     from sparkwire_harness.chaos import run as chaos
 
-    args = cli.build_parser().parse_args(["chaos", "--minutes", "1"])
+    args = harness_cli.build_parser().parse_args(["chaos", "--minutes", "1"])
     assert args.run is chaos.run and args.minutes == 1
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args(["chaos"])
 
 
-def test_without_the_harness_chaos_says_where_it_comes_from(monkeypatch: pytest.MonkeyPatch) -> None:
-    """As in an image or after `pip install sparkwire`: every other command still works."""
-    monkeypatch.setattr(cli, "find_spec", lambda name: None if name == "sparkwire_harness" else find_spec(name))
+def test_the_checks_name_each_extras_requirements() -> None:
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    for extra, modules in cli.EXTRA_MODULES.items():
+        names = {re.split(r"[\[<>=!~ ;]", r)[0].lower() for r in extras[extra]}
+        assert {IMPORT_NAMES.get(n, n) for n in names} == set(modules), extra
+    assert {c.extra for c in cli.COMMANDS} == set(cli.EXTRA_MODULES)
 
+
+def test_with_the_client_extra_alone_help_works_and_each_command_names_its_extra(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _without(monkeypatch, "starlette", "pyspark")
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["--help"])
+    assert exited.value.code == 0
+    listing = capsys.readouterr().out
+    assert "gateway" in listing and "needs sparkwire[gateway]" in listing and "needs sparkwire[spark]" in listing
+    for command, extra in (("gateway", "gateway"), ("token", "gateway"), ("aggregate", "spark")):
+        with pytest.raises(SystemExit) as exited:
+            cli.main([command, "--help"])
+        message = str(exited.value.code)
+        assert f"pip install 'sparkwire[{extra}]'" in message and f"sparkwire {command}:" in message, message
+
+
+def test_with_the_gateway_extra_the_gateway_runs_and_the_spark_commands_name_theirs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _without(monkeypatch, "pyspark")
     parser = cli.build_parser()
     assert parser.parse_args(["token", "--streams", "metrics"]).command == "token"
+    assert parser.parse_args(["gateway"]).run is not None
     with pytest.raises(SystemExit) as exited:
-        cli.main(["chaos"])
-    assert "source checkout" in str(exited.value.code) and "make chaos" in str(exited.value.code)
+        cli.main(["produce", "--count", "1"])
+    assert "pip install 'sparkwire[spark]'" in str(exited.value.code)
+
+
+def test_an_unknown_argument_names_the_command_to_ask(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["token", "--no-such-flag"])
+    assert exited.value.code == 2
+    assert "unrecognized arguments: --no-such-flag (see sparkwire token --help)" in capsys.readouterr().err
 
 
 def test_a_streaming_driver_runs_c1_only_and_a_rebuild_the_full_jit(monkeypatch: pytest.MonkeyPatch) -> None:

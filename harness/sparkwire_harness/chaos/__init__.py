@@ -1,4 +1,4 @@
-"""``sparkwire chaos``: the whole pipeline on real local processes under one seeded fault schedule, checked
+"""``sparkwire-harness chaos``: the whole pipeline on real local processes under one seeded fault schedule, checked
 end to end against results computed independently from the produced events.
 
 ``schedule`` (pure: which fault when, from the seed), ``toxiproxy`` (the fault proxy on every network

@@ -1,4 +1,4 @@
-"""``sparkwire chaos``: the whole pipeline — producer, Kafka, the Spark aggregator and the orders example's
+"""``sparkwire-harness chaos``: the whole pipeline — producer, Kafka, the Spark aggregator and the orders example's
 job (``chaos/orders.py``), Redis, three gateways behind nginx, hundreds of Python clients and the dashboard
 in Chromium — on this machine, under one seeded fault schedule (printed first; the same seed gives the same
 schedule), then checked: every client's render against results computed independently from the produced

@@ -1,4 +1,4 @@
-"""``sparkwire chaos``, short: the whole pipeline (producer, Kafka, Spark, Redis, three gateways behind
+"""``sparkwire-harness chaos``, short: the whole pipeline (producer, Kafka, Spark, Redis, three gateways behind
 nginx, 50 Python clients and the dashboard in Chromium, and the orders example's job with its own clients)
 under the seeded fault schedule of every kind — driver, gateway, Redis and Kafka kills, toxiproxy faults on
 every link, frozen and returning clients — and every client's render checked against results computed from
@@ -26,7 +26,7 @@ def test_a_short_chaos_run_delivers_every_result_and_every_own_query_revision_ex
     started = time.monotonic()
     scratch_before = set(Path(tempfile.gettempdir()).glob("spark-*"))
     run = subprocess.run(
-        [sys.executable, "-m", "sparkwire.cli", "chaos", "--minutes", str(MINUTES), "--seed", str(SEED),
+        [sys.executable, "-m", "sparkwire_harness", "chaos", "--minutes", str(MINUTES), "--seed", str(SEED),
          "--clients", str(CLIENTS), "--client-processes", "2"],
         capture_output=True, text=True, timeout=600, check=False,
     )

@@ -46,7 +46,8 @@ def client_venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     root = tmp_path_factory.mktemp("installed-client")
     source = root / "source"
     source.mkdir()
-    shutil.copy(REPO / "pyproject.toml", source)
+    for name in ("pyproject.toml", "README.md", "LICENSE", "NOTICE"):  # the metadata's readme and licence files
+        shutil.copy(REPO / name, source)
     shutil.copytree(REPO / "services", source / "services",
                     ignore=shutil.ignore_patterns("__pycache__", "node_modules"))
     subprocess.run([sys.executable, "-m", "venv", str(root / "venv")], check=True)
@@ -71,7 +72,7 @@ def test_the_sparkwire_command_says_which_extra_it_needs(client_venv: Path) -> N
     done = subprocess.run([str(client_venv / "sparkwire"), "gateway", "--help"], capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 1
-    assert "pip install 'sparkwire[server]'" in done.stderr
+    assert "pip install 'sparkwire[gateway]'" in done.stderr
 
 
 def test_the_installed_client_applies_live_entries_exactly_once(

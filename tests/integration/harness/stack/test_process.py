@@ -1,5 +1,5 @@
 """ManagedProcess's owner SIGTERMed: ``exit_on_sigterm`` makes it stop what it started (``make demo`` and
-``sparkwire chaos`` under ``timeout`` or ``kill`` once left their whole stack running)."""
+``sparkwire-harness chaos`` under ``timeout`` or ``kill`` once left their whole stack running)."""
 
 from __future__ import annotations
 
