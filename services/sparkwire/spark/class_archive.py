@@ -1,8 +1,8 @@
 """A class-data-sharing archive of a local driver JVM's classes, so that a (re)started driver comes up sooner.
 
 A JVM started with ``-XX:SharedArchiveFile`` maps the classes of the archive instead of loading and verifying
-them from Spark's jars. Measured on this project's 2-core machine (docs/benchmarks.md, "Driver recovery"): a
-SparkSession built in 3.0 s instead of 5.4 s, its first query in 1.8 s instead of 3.1 s. The archive is JDK 17's dynamic
+them from Spark's jars, so a SparkSession and its first query start sooner (the measured difference:
+docs/benchmarks.md, "Driver recovery"). The archive is JDK 17's dynamic
 one, written when a JVM that ran a small streaming job like the aggregator's exits
 (``-XX:ArchiveClassesAtExit``): it fits one JDK and one Spark classpath, and a JVM that cannot use it (another
 JDK, another pyspark) ignores it and starts as before.

@@ -45,12 +45,12 @@ def add_runtime_arguments(parser: argparse.ArgumentParser, log_level: str = "INF
                help="spark.sql.shuffle.partitions (Spark's 200 is slow for small state)")
     add_option(parser, "--driver-memory", type=jvm_memory, default="",
                help="the driver JVM's heap when this process starts it (--master set), e.g. 4g; empty: Spark's "
-                    "1g, which a local driver outgrows near a million events per micro-batch (OutOfMemoryError). "
+                    "1g, which a local driver can outgrow with very large micro-batches (OutOfMemoryError). "
                     "Under spark-submit the submission sets it")
     add_option(parser, "--class-archive", default="",
                help="a class-data-sharing archive for a driver this process starts (--master set), which starts "
-                    "it ~3 s sooner: empty, the checkout's .cache/spark-cds/driver.jsa when present (make setup "
-                    "writes it); 'off', none")
+                    "it sooner (docs/benchmarks.md, \"Driver recovery\"): empty, the checkout's "
+                    ".cache/spark-cds/driver.jsa when present (make setup writes it); 'off', none")
     add_option(parser, "--driver-java-options", default=java_options,
                help="more JVM options for a driver this process starts (--master set), e.g. "
                     f"--driver-java-options={QUICK_JIT}: the JIT's first tier (C1) only, which on 1-2 cores brings a "
