@@ -19,7 +19,10 @@ for name in [n for n in os.environ if n.startswith("SPARKWIRE_")]:
 from sparkwire.cli import build_parser  # noqa: E402
 from sparkwire.options import option_specs  # noqa: E402
 
-_SUFFIX = re.compile(r"\s*\[env SPARKWIRE_[A-Z0-9_]+; default .*\]$", re.DOTALL)
+# add_option appends "[env X; default Y]" (or "[--flag / --no-flag; env X=true|false; default Y]") to the help:
+# the table has its own columns for both.
+_SUFFIX = re.compile(r"\s*\[(--[a-z0-9-]+ / --no-[a-z0-9-]+; )?env SPARKWIRE_[A-Z0-9_]+(=true\|false)?; default .*\]$",
+                     re.DOTALL)
 
 
 def _rst_to_md(text: str) -> str:
