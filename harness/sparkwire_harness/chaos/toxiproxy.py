@@ -88,6 +88,11 @@ class Toxiproxy:
         self.listen_ports[name] = port
         return port
 
+    def repoint(self, name: str, upstream_port: int) -> None:
+        """Send the proxy's new connections to 127.0.0.1:``upstream_port`` (a Service moving to a promoted
+        node); toxiproxy closes the ones it holds."""
+        self._call("POST", f"/proxies/{name}", {"upstream": f"127.0.0.1:{upstream_port}"})
+
     def add_fault(self, proxy: str, name: str, toxic: str, params: dict[str, int]) -> list[str]:
         """The toxics of one network fault (``FAULT_TOXICS``); returns their names (``toxic_names``)."""
         kind, streams, fixed = FAULT_TOXICS[toxic]

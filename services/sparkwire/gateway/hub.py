@@ -127,15 +127,18 @@ class StreamHub:
         self.healthy = True
         self.started.set()
         while True:
-            entries = await self.log.follow(self.head_seq, 1000, self.block_ms)
+            # With the entry at the head, read on the XREAD's connection: after a failover the XREAD may be
+            # resent to the new primary without an error reaching here, and a log that went back there and
+            # was written again under the same seqs would continue by seq as if nothing happened.
+            held, entries = await self.log.follow_after(self.head_seq, 1000, self.block_ms)
+            if (self.head_digest and (held is None or held.digest != self.head_digest)
+                    and await self._check_head(await self.log.meta(), held)):
+                continue  # reset: follow the new epoch from its head
             if not entries:
                 meta = await self.log.meta()  # quiet: a good moment to notice a lost log (new epoch)
                 metrics.SINK_DUPLICATES.labels(stream=self.stream).set(
                     meta.counters.get("duplicates_suppressed", 0))
-                if self.epoch and meta.epoch != self.epoch:
-                    self._reset(meta)
-                else:
-                    await self._check_head(meta)
+                await self._check_head(meta)
                 continue
             if not self.epoch:  # the first commit to an empty stream created its epoch just now
                 self.epoch = (await self.log.meta()).epoch
@@ -167,24 +170,30 @@ class StreamHub:
             self._delivered.inc(written_through * len(batch))
             metrics.DELIVERY_LATENCY.observe(max(time.time() * 1000 - batch[0].entry.commit_ms, 0) / 1000)
 
-    async def _check_head(self, meta: StreamMeta) -> None:
+    async def _check_head(self, meta: StreamMeta, held: Entry | None = None) -> bool:
         """Whether the log still holds the last entry this pod read (``continuity.rewound``); if it went back in
         the same epoch (a lagging replica promoted), a new epoch is declared through the log's own script
         (``declare_rewind.lua``: checked and changed in one call, so pods that see it together declare one
-        epoch), and every connection is closed 4409 "stream rewound": they resume with a snapshot."""
-        if not self.epoch or self.head_seq <= 0 or meta.epoch != self.epoch:
-            return
-        held = None
-        if meta.last_seq >= self.head_seq:
+        epoch), and every connection is closed 4409 "stream rewound": they resume with a snapshot. True when
+        the hub was reset (another epoch, declared here or found), False when it goes on. ``held``: the entry at
+        the head if just read."""
+        if meta.epoch != self.epoch:
+            if self.epoch:
+                self._reset(meta)
+                return True
+            return False
+        if self.head_seq <= 0:
+            return False
+        if meta.last_seq >= self.head_seq and held is None:
             if not self.head_digest:
-                return
+                return False
             found = await self.log.read_after(self.head_seq - 1, 1)
             held = found[0] if found else None
         if not rewound(self.head_seq, self.head_digest, meta.last_seq, held):
-            return
+            return False
         status, epoch = await self.log.declare_rewind(self.epoch, self.head_seq, self.head_digest)
         if status == "intact":  # the log reached that entry again meanwhile (a read of a moving log): go on
-            return
+            return False
         metrics.REWINDS.labels(stream=self.stream, outcome=status).inc()
         log.warning("stream rewound: the log went back in the same epoch", extra={"fields": {
             "stream": self.stream, "epoch": self.epoch, "seq": self.head_seq, "digest": self.head_digest,
@@ -192,6 +201,7 @@ class StreamHub:
             "declared": status == "declared"}})
         self.end_all("stream_rewound")
         self._adopt(await self.log.meta())
+        return True
 
     def _reset(self, meta: StreamMeta) -> None:
         """The log this pod followed is gone (new epoch): connections must start over from a snapshot."""

@@ -40,6 +40,18 @@ class AsyncReplayLogReader:
         response = await self.client.xread({self.keys.log: entry_id(after_seq)}, count=count, block=block_ms)
         return [parse_entry(raw_id, fields) for raw_id, fields in _xread_entries(response)] if response else []
 
+    async def follow_after(self, seq: int, count: int, block_ms: int) -> tuple[Entry | None, list[Entry]]:
+        """The entry at ``seq`` (XRANGE) and ``follow(seq, …)`` in one pipeline: one connection, one node. A
+        connection a failover replaced is retried whole (redis-py resends the pipeline), so both come from
+        the node that answers the XREAD."""
+        async with self.client.pipeline(transaction=False) as pipe:
+            pipe.xrange(self.keys.log, min=entry_id(seq), max=entry_id(seq), count=1)
+            pipe.xread({self.keys.log: entry_id(seq)}, count=count, block=block_ms)
+            held_raw, response = await pipe.execute()
+        held = parse_range(held_raw)
+        entries = [parse_entry(raw_id, fields) for raw_id, fields in _xread_entries(response)] if response else []
+        return (held[0] if held else None), entries
+
     async def read_after(self, seq: int, count: int) -> list[Entry]:
         """Up to ``count`` entries with a seq greater than ``seq``, in order."""
         return parse_range(await self.client.xrange(self.keys.log, min=range_after(seq), max="+", count=count))

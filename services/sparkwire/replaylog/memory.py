@@ -83,6 +83,10 @@ class MemoryStreamLog:
                     return []
         return await self.read_after(after_seq, count)
 
+    async def follow_after(self, seq: int, count: int, block_ms: int) -> tuple[Entry | None, list[Entry]]:
+        held = [entry for entry in self.entries if entry.seq == seq]
+        return (held[0] if held else None), await self.follow(seq, count, block_ms)
+
     async def read_after(self, seq: int, count: int) -> list[Entry]:
         start = max(seq + 1 - self.first_seq, 0)
         return self.entries[start : start + count]

@@ -32,6 +32,12 @@ class StreamLog(Protocol):
         empty when none came."""
         ...
 
+    async def follow_after(self, seq: int, count: int, block_ms: int) -> tuple[Entry | None, list[Entry]]:
+        """``follow`` with the entry the log holds at ``seq`` (None if none), read just before on the same
+        connection, hence from the same node: a reader proves that the entries it gets continue the entry
+        it read last, even when its connection was moved to another node in between (a failover)."""
+        ...
+
     async def read_after(self, seq: int, count: int) -> list[Entry]:
         """Up to ``count`` entries with a seq greater than ``seq``, in order, without waiting."""
         ...
