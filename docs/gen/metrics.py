@@ -12,9 +12,11 @@ from pathlib import Path
 import mkdocs_gen_files
 import prometheus_client
 
-import sparkwire.aggregator.closing_sink  # noqa: F401  (registers the metrics job's own counters)
-import sparkwire.gateway.metrics  # noqa: F401
-import sparkwire.spark.metrics  # noqa: F401
+# Imported for what they register in prometheus_client's default registry (the metrics job's own counters
+# are in closing_sink).
+import sparkwire.aggregator.closing_sink
+import sparkwire.gateway.metrics
+import sparkwire.spark.metrics
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "charts" / "sparkwire" / "templates" / "observability" / "prometheusrule.yaml"
