@@ -16,7 +16,7 @@ import prometheus_client
 # are in closing_sink).
 import sparkwire.aggregator.closing_sink
 import sparkwire.gateway.metrics
-import sparkwire.spark.metrics
+import sparkwire.spark.metrics  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "charts" / "sparkwire" / "templates" / "observability" / "prometheusrule.yaml"
