@@ -31,7 +31,13 @@ def _rst_to_md(text: str) -> str:
 
 
 def _cell(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|")
+    return _escape(" ".join(text.split()).replace("|", "\\|"))
+
+def _escape(text: str) -> str:
+    """``<`` and ``>`` outside code spans as entities, so that ``<master>`` shows rather than vanish as HTML."""
+    parts = text.split("`")
+    return "`".join(part if i % 2 else part.replace("<", "&lt;").replace(">", "&gt;") for i, part in enumerate(parts))
+
 
 
 def _subcommands(parser: argparse.ArgumentParser) -> tuple[dict[str, argparse.ArgumentParser], dict[str, str]]:
@@ -64,7 +70,7 @@ def page() -> str:
         specs = {spec.flag: spec for spec in option_specs(sub)}
         lines += ["", f"## `sparkwire {name}` {{#{name}}}", "", _rst_to_md(helps.get(name, "")) + ".", ""]
         if sub.description:
-            lines += [_rst_to_md(sub.description.strip()), ""]
+            lines += [_escape(_rst_to_md(sub.description.strip())), ""]
         options = [a for a in sub._actions if a.option_strings and a.dest != "help"]
         if not options:
             lines += ["This command takes no options here (it needs a source checkout).", ""]

@@ -17,6 +17,12 @@ assert _spec is not None and _spec.loader is not None
 values_doc = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(values_doc)
 
+
+def _escape(text: str) -> str:
+    """``<`` and ``>`` outside code spans as entities, so that ``<master>`` shows rather than vanish as HTML."""
+    parts = text.split("`")
+    return "`".join(part if i % 2 else part.replace("<", "&lt;").replace(">", "&gt;") for i, part in enumerate(parts))
+
 PAGE = f"""# Helm values reference
 
 Generated from `charts/sparkwire/values.yaml` when the site is built: each key documented there by a
@@ -24,7 +30,7 @@ Generated from `charts/sparkwire/values.yaml` when the site is built: each key d
 (`charts/sparkwire/values.schema.json`) refuses values of the wrong type. How the chart is put together, and
 guides for each part: `charts/sparkwire/README.md` and [Deploying on Kubernetes](../kubernetes.md).
 
-{values_doc.table()}
+{_escape(values_doc.table())}
 """
 
 with mkdocs_gen_files.open("reference/helm-values.md", "w") as out:

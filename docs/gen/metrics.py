@@ -26,7 +26,13 @@ EXPORTERS = {"sparkwire_gateway_": "gateways", "sparkwire_client_": "gateways (f
 
 
 def _cell(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|")
+    return _escape(" ".join(text.split()).replace("|", "\\|"))
+
+def _escape(text: str) -> str:
+    """``<`` and ``>`` outside code spans as entities, so that ``<master>`` shows rather than vanish as HTML."""
+    parts = text.split("`")
+    return "`".join(part if i % 2 else part.replace("<", "&lt;").replace(">", "&gt;") for i, part in enumerate(parts))
+
 
 
 def metrics_table() -> str:
@@ -42,9 +48,9 @@ def metrics_table() -> str:
 
 def _template_text(text: str) -> str:
     """An annotation as Prometheus shows it, with the template's label references written plainly."""
-    text = re.sub(r'\{\{ "\{\{ \$labels\.(\w+) \}\}" \}\}', r"<\1>", text)
-    text = re.sub(r'\{\{ "\{\{ \$value[^}]*\}\}" \}\}', "<value>", text)
-    return re.sub(r"\{\{ \.Release\.Namespace \}\}", "<namespace>", text)
+    text = re.sub(r'\{\{ "\{\{ \$labels\.(\w+) \}\}" \}\}', r"{\1}", text)
+    text = re.sub(r'\{\{ "\{\{ \$value[^}]*\}\}" \}\}', "{value}", text)
+    return re.sub(r"\{\{ \.Release\.Namespace \}\}", "{namespace}", text)
 
 
 def alerts_table() -> str:
