@@ -265,7 +265,7 @@ def run_phase(args: argparse.Namespace, server: RedisServer, gateway: GatewayPro
 def run_scenario(args: argparse.Namespace, workdir: Path, server: RedisServer, workers: Workers,
                  committer: Committer, scenario: Scenario) -> tuple[Memory, list[Phase]]:
     url = f"{server.url}?{scenario.variant}" if scenario.variant else server.url
-    extra = [*args.gateway_arg, *(["--per-message-deflate", "true"] if scenario.deflate else [])]
+    extra = [*args.gateway_arg, *(["--per-message-deflate"] if scenario.deflate else [])]
     started = time.monotonic()
 
     def step(what: str) -> None:

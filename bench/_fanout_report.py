@@ -75,7 +75,7 @@ def _aims(phases: list[Phase], memories: list[Memory]) -> list[str]:
         seen.add((memory.clients, memory.deflate))
         kb = memory.per_connection_kb()
         verdict = "**met**" if kb <= MEMORY_AIM_KB else "**not met**"
-        deflate = ", compression on and negotiated (`--per-message-deflate true`)" if memory.deflate else ""
+        deflate = ", compression on and negotiated (`--per-message-deflate`)" if memory.deflate else ""
         out.append(f"- <= {MEMORY_AIM_KB:.0f} KB per idle connection ({memory.connected:,} clients{deflate}):"
                    f" {verdict}, {kb:.1f} KB of gateway RSS per connection.")
     failed = [p for p in phases if not p.exactly_once]

@@ -145,7 +145,7 @@ def render(ctx: Context, idles: Sequence[Idle], phases: Sequence[Phase], kills: 
         "",
         "Three servers under the same load from one compiled load generator (`bench/loadgen`, Go), in one run:",
         "",
-        "- **sparkwire gateway**: `sparkwire gateway` (uvicorn, one process = one pod, `--insecure-no-auth true`),",
+        "- **sparkwire gateway**: `sparkwire gateway` (uvicorn, one process = one pod, `--insecure-no-auth`),",
         "  fed by `sparkwire_harness.stack.Committer` through the real commit script; exactly once (replay log,",
         "  resume);",
         "  live batches written straight to caught-up sockets (`services/sparkwire/gateway/wire.py`).",

@@ -1,7 +1,7 @@
 """The three servers of the side-by-side benchmark and their publishers, and the Go binaries they need.
 
 * ``sparkwire``: the gateway as ``sparkwire_harness.stack.GatewayProcess`` runs it (``sparkwire gateway``, uvicorn,
-  ``--insecure-no-auth true``), fed by ``sparkwire_harness.stack.Committer`` through the real commit script.
+  ``--insecure-no-auth``), fed by ``sparkwire_harness.stack.Committer`` through the real commit script.
 * ``centrifuge``: bench/peers/centrifuge (the Centrifugo engine with its Redis broker, history and recovery),
   fed by the same binary's ``publish`` command (a separate process, as a Centrifugo backend would be).
 * ``naive``: bench/peers/naive_pubsub.py, fed by ``PUBLISH`` of one message per commit.
@@ -94,8 +94,8 @@ def make_server(kind: str, redis: RedisServer, workdir: Path, name: str = "") ->
     port = free_port()
     if kind == "sparkwire":  # the command GatewayProcess builds, on a port and CPU of our choosing
         command = [sys.executable, "-m", "sparkwire.cli", "gateway", "--port", str(port), "--redis-url", redis.url,
-                   "--streams", STREAM, "--pod-name", f"gw-{port}", "--drain-seconds", "1",
-                   "--insecure-no-auth", "true"]
+                   "--streams", STREAM, "--pod-name", f"gw-{port}", "--drain-ms", "1000",
+                   "--insecure-no-auth"]
     elif kind == "centrifuge":
         command = [str(go_binary("centrifuge-peer")), "serve", "--port", str(port),
                    "--redis", f"127.0.0.1:{redis.port}"]

@@ -90,7 +90,7 @@ class Bench:
             # taken here runs ahead of its sends by the producer's start, ~0.4 s, added to every close -> commit).
             "--count", str(args.rate * seconds), "--rate", str(args.rate), "--realtime",
             "--heartbeat-ms", "1000", "--events-file", str(events),
-            "--idle-seconds", str((WINDOW_MS + DELAY_MS) / 1000 + 5), "--log-level", "WARNING",
+            "--idle-ms", str(WINDOW_MS + DELAY_MS + 5000), "--log-level", "WARNING",
         ], self.workdir)  # fmt: skip
         driver = ManagedProcess("aggregate", [
             *PYTHON, "aggregate", "--bootstrap-servers", self.kafka.bootstrap, "--topic", topic,

@@ -71,7 +71,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--catch-up-timeout", type=float, default=60.0,
                         help="after the last commit, how long clients may take to receive it")
     parser.add_argument("--deflate-clients", type=int, default=1000,
-                        help="one more gateway, started with --per-message-deflate true, with this many clients"
+                        help="one more gateway, started with --per-message-deflate, with this many clients"
                              " offering permessage-deflate like a browser (memory and --deflate-rate); 0 skips it")
     parser.add_argument("--deflate-rate", type=int, default=100, help="commit rate of the deflate run")
     parser.add_argument("--workers", type=int, default=2, help="load-generator processes")

@@ -182,7 +182,7 @@ class Bench:
             # taken here would run ahead of its sends by the producer's start (~0.4 s), added to every span.
             producer = self.produce(topic, args.live_rate * args.live_seconds, args.live_rate, "--realtime",
                                     "--heartbeat-ms", "1000",
-                                    "--idle-seconds", str((WINDOW_MS + DELAY_MS) / 1000 + 5))
+                                    "--idle-ms", str(WINDOW_MS + DELAY_MS + 5000))
             producer_cpu = float("nan")
             while producer.alive:  # CPU sampled while it lives: /proc forgets a process once it exits
                 producer_cpu = process_cpu_seconds_or_nan(producer)

@@ -94,7 +94,7 @@ def measure(args: argparse.Namespace, workdir: Path) -> Measured:
             first_batch = len(aggregate_batches(job.log_path.read_text(errors="replace").splitlines(), query=None))
             producer = ManagedProcess("orders-producer", [
                 sys.executable, "-m", "sparkwire.examples.orders.produce", "--bootstrap-servers", kafka.bootstrap,
-                "--topic", TOPIC, "--rate", str(args.rate), "--duration", str(args.seconds),
+                "--topic", TOPIC, "--rate", str(args.rate), "--duration-ms", str(round(args.seconds * 1000)),
                 "--orders-file", str(orders_file)], workdir)  # fmt: skip
             producer.start()
             while producer.alive:

@@ -152,12 +152,13 @@ def main(argv: list[str] | None = None) -> int:
         orders_file = workdir / "orders.jsonl"
         orders_producer = ManagedProcess("orders-producer", [
             sys.executable, "-m", "sparkwire.examples.orders.produce", "--bootstrap-servers", kafka.bootstrap,
-            "--topic", ORDERS, "--rate", "20", "--duration", str(args.seconds), "--orders-file", str(orders_file),
+            "--topic", ORDERS, "--rate", "20", "--duration-ms", str(round(args.seconds * 1000)),
+            "--orders-file", str(orders_file),
         ], workdir)  # fmt: skip
         events_file = workdir / "events.jsonl"
         producer = ManagedProcess("producer", [
             *python, "produce", "--bootstrap-servers", kafka.bootstrap, "--realtime",
-            "--duration", str(args.seconds), "--rate", str(args.rate), "--max-disorder-ms", "300",
+            "--duration-ms", str(round(args.seconds * 1000)), "--rate", str(args.rate), "--max-disorder-ms", "300",
             "--duplicate-ratio", "0.02", "--malformed-ratio", "0.01", "--events-file", str(events_file),
         ], workdir)  # fmt: skip
         auth_secret = secrets.token_urlsafe(48)  # this run's only: the tokens below die with it

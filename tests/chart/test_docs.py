@@ -89,7 +89,7 @@ def test_notes_render(values: Path | None) -> None:
     assert "stream \"metrics\"" in notes
     auth_on = values is None or values.stem != "no-auth-values"
     assert ("authentication is OFF" in notes) != auth_on
-    assert ("sparkwire token --streams metrics --ttl 3600" in notes) == auth_on
+    assert ("sparkwire token --streams metrics --ttl-ms 3600000" in notes) == auth_on
     secret = "sparkwire-jwt" if values is not None and values.stem == "existing-secrets-values" else \
         f"{RELEASE}-sparkwire-gateway-auth"
     assert (f"get secret {secret} -o jsonpath=" in notes) == auth_on

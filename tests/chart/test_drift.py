@@ -39,6 +39,7 @@ CHART_CHOICES = {
 NOT_SET = {
     "gateway": {
         "--host": "0.0.0.0: the pod listens on all its interfaces",
+        "--auth-secret-file": "the chart gives the secret in SPARKWIRE_AUTH_SECRET, from its Secret (secretKeyRef)",
         "--redis-timeout-ms": "the default (10 s) bounds a silent Redis link for every install: it only has to "
                               "stay above the readers' 1 s blocking read and a snapshot read",
     },

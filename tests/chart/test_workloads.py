@@ -94,7 +94,7 @@ def test_gateway_drains_within_its_grace_period(kube_version: str) -> None:
         sleep = 5
     else:
         sleep = pre_stop["sleep"]["seconds"]
-    drain = int(env_of(container)["SPARKWIRE_DRAIN_SECONDS"]["value"])
+    drain = int(env_of(container)["SPARKWIRE_DRAIN_MS"]["value"]) // 1000
     assert sleep > 0 and drain > 0
     # After the preStop sleep: up to `drain` for clients to leave, then uvicorn's graceful shutdown (as long).
     assert spec["terminationGracePeriodSeconds"] > sleep + 2 * drain

@@ -77,7 +77,8 @@ class OrdersSide:
     def start_producer(self, seconds: float, seed: int) -> None:
         self.producer = ManagedProcess("orders-producer", [
             sys.executable, "-m", "sparkwire.examples.orders.produce", "--bootstrap-servers",
-            self.topology.kafka.bootstrap, "--topic", ORDERS, "--rate", str(RATE), "--duration", str(seconds),
+            self.topology.kafka.bootstrap, "--topic", ORDERS, "--rate", str(RATE),
+            "--duration-ms", str(round(seconds * 1000)),
             "--seed", str(seed), "--orders-file", self.orders_file,
         ], self.topology.workdir)  # fmt: skip
         self.producer.start()

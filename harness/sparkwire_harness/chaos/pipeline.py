@@ -101,9 +101,9 @@ def producer(topology: Topology, settings: Settings, seconds: float, seed: int) 
     for a few seconds so the last window closes without more data."""
     return ManagedProcess("producer", [
         *PYTHON, "produce", "--bootstrap-servers", topology.kafka.bootstrap, "--topic", TOPIC, "--realtime",
-        "--duration", str(seconds), "--rate", str(settings.rate), "--seed", str(seed),
+        "--duration-ms", str(round(seconds * 1000)), "--rate", str(settings.rate), "--seed", str(seed),
         "--max-disorder-ms", str(MAX_DISORDER_MS), "--duplicate-ratio", "0.02", "--malformed-ratio", "0.01",
-        "--heartbeat-ms", "500", "--idle-seconds", str(settings.delay_ms / 1000 + 4),
+        "--heartbeat-ms", "500", "--idle-ms", str(settings.delay_ms + 4000),
         "--events-file", str(events_path(topology.workdir)), "--log-level", "WARNING",
     ], topology.workdir)  # fmt: skip
 

@@ -29,10 +29,10 @@ class GatewayProcess:
         self.auth_secret = auth_secret
         command = [sys.executable, "-m", "sparkwire.cli", "gateway", "--port", str(self.port),
                    "--redis-url", redis_url, "--streams", ",".join(streams), "--pod-name", f"gw-{self.port}",
-                   "--drain-seconds", "5", *extra]
+                   "--drain-ms", "5000", *extra]
         env = dict(env or {})
         if auth_secret is None:
-            command += ["--insecure-no-auth", "true"]
+            command += ["--insecure-no-auth"]
         else:
             # As the chart gives it: in the environment, not on the command line the log records.
             env["SPARKWIRE_AUTH_SECRET"] = auth_secret

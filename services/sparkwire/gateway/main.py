@@ -1,7 +1,7 @@
 """``sparkwire gateway``: one stateless WebSocket pod serving replay logs, run by uvicorn.
 
 SIGTERM drains: readiness turns false, every client is closed with the resumable going-away code (they
-resume on another pod), and the process exits once they are gone or ``--drain-seconds`` have passed.
+resume on another pod), and the process exits once they are gone or ``--drain-ms`` have passed.
 A second SIGTERM exits at once.
 """
 
@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import gc
 import logging
+import math
 import sys
 from types import FrameType
 
@@ -19,7 +20,7 @@ import uvicorn
 from sparkwire import logs
 from sparkwire.gateway.app import Gateway, create_app
 from sparkwire.gateway.sessions import SessionStore
-from sparkwire.gateway.settings import add_arguments, auth_problem, connection_settings, split_list
+from sparkwire.gateway.settings import add_arguments, auth_problem, connection_settings, resolve_auth, split_list
 from sparkwire.gateway.wire import CONNECTION_LOG, SparkwireHttpProtocol, SparkwireWebSocketProtocol
 from sparkwire.protocol.limits import MAX_CLIENT_MESSAGE_BYTES
 from sparkwire.replaylog.keys import StreamKeys
@@ -64,6 +65,7 @@ GC_THRESHOLDS = (50_000, 50, 100)
 def run(args: argparse.Namespace) -> int:
     logs.configure(args.log_level)
     gc.set_threshold(*GC_THRESHOLDS)
+    resolve_auth(args)
     problem = auth_problem(args)
     if problem is not None:
         print(f"sparkwire gateway: error: {problem}", file=sys.stderr)
@@ -78,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
                                        timeout_s=args.redis_timeout_ms / 1000)
     gateway = Gateway(
         backend=backend, streams=streams, connection=connection_settings(args),
-        sessions=SessionStore(backend.sessions, ttl_seconds=args.session_ttl_seconds, pod=args.pod_name),
+        sessions=SessionStore(backend.sessions, ttl_seconds=math.ceil(args.session_ttl_ms / 1000), pod=args.pod_name),
         allowed_origins=frozenset(split_list(args.allowed_origins)),
         allow_missing_origin=args.allow_missing_origin, ring_size=args.ring_size,
         send_queue=args.send_queue,
@@ -97,8 +99,8 @@ def run(args: argparse.Namespace) -> int:
         # Nothing here reads the client's address or scheme, and the proxy-headers middleware would be one
         # more coroutine frame every open connection keeps (no access log: nothing to rewrite).
         proxy_headers=False,
-        timeout_graceful_shutdown=max(args.drain_seconds, 1), lifespan="on",
+        timeout_graceful_shutdown=max(math.ceil(args.drain_ms / 1000), 1), lifespan="on",
     )
     CONNECTION_LOG.setLevel(logging.DEBUG if args.log_level.upper() == "DEBUG" else logging.WARNING)
-    DrainingServer(config, gateway, args.drain_seconds).run()
+    DrainingServer(config, gateway, args.drain_ms / 1000).run()
     return 0

@@ -8,7 +8,15 @@ import socket
 from dataclasses import dataclass
 
 from sparkwire.gateway.auth import MIN_SECRET_BYTES
-from sparkwire.options import add_option, non_negative_int, parse_bool, positive_int
+from sparkwire.options import (
+    add_flag,
+    add_option,
+    add_renamed_seconds,
+    add_secret,
+    non_negative_int,
+    positive_int,
+    read_secret,
+)
 from sparkwire.protocol.limits import (
     DEFAULT_ACK_EVERY,
     DEFAULT_ACK_INTERVAL_MS,
@@ -64,14 +72,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_option(parser, "--streams", default="metrics", help="comma-separated streams this gateway serves")
     add_option(parser, "--allowed-origins", default="",
                help="comma-separated Origin values allowed to connect; empty allows any (no check)")
-    add_option(parser, "--allow-missing-origin", type=parse_bool, default=False,
-               help="with --allowed-origins, also accept connections that send no Origin header "
-                    "(non-browser clients; every browser sends one)")
-    add_option(parser, "--auth-secret", default="",
-               help=f"HMAC secret of client tokens (JWT HS256), at least {MIN_SECRET_BYTES} bytes; "
-                    "required unless --insecure-no-auth")
-    add_option(parser, "--insecure-no-auth", type=parse_bool, default=False,
-               help="serve without authentication: anyone who reaches the pod reads every stream")
+    add_flag(parser, "--allow-missing-origin", default=False,
+             help="with --allowed-origins, also accept connections that send no Origin header "
+                  "(non-browser clients; every browser sends one)")
+    add_secret(parser, "--auth-secret",
+               help=f"HMAC secret of client tokens (JWT HS256, at least {MIN_SECRET_BYTES} bytes; required unless "
+                    "--insecure-no-auth)")
+    add_flag(parser, "--insecure-no-auth", default=False,
+             help="serve without authentication: anyone who reaches the pod reads every stream")
     add_option(parser, "--ring-size", type=positive_int, default=10_000,
                help="recent entries kept in memory per stream for replays")
     add_option(parser, "--send-queue", type=positive_int, default=256,
@@ -84,8 +92,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_option(parser, "--acks-per-second", type=positive_int, default=DEFAULT_ACKS_PER_SECOND,
                help="with more clients than this, each is asked to ack less often (up to 10 s apart) so that "
                     "all of them together ack about this often")
-    add_option(parser, "--session-ttl-seconds", type=positive_int, default=86_400,
-               help="how long a session's position outlives its last ack")
+    add_option(parser, "--session-ttl-ms", type=positive_int, default=86_400_000,
+               help="how long a session's position outlives its last ack (rounded up to whole seconds)")
+    add_renamed_seconds(parser, "--session-ttl-seconds", "--session-ttl-ms")
     add_option(parser, "--hello-timeout-ms", type=positive_int, default=int(HELLO_TIMEOUT_S * 1000),
                help="close connections that send no hello within this time")
     add_option(parser, "--ping-interval-ms", type=positive_int, default=int(PING_INTERVAL_S * 1000),
@@ -102,10 +111,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                     "behind a Service; 0: no cap")
     add_option(parser, "--max-frame-bytes", type=positive_int, default=MAX_CLIENT_FRAME_BYTES,
                help="largest client frame accepted")
-    add_option(parser, "--per-message-deflate", type=parse_bool, default=False,
-               help="offer WebSocket compression; costs a zlib context (~300 KB) and deflate CPU per connection")
-    add_option(parser, "--drain-seconds", type=non_negative_int, default=10,
+    add_flag(parser, "--per-message-deflate", default=False,
+             help="offer WebSocket compression; costs a zlib context (~300 KB) and deflate CPU per connection")
+    add_option(parser, "--drain-ms", type=non_negative_int, default=10_000,
                help="on SIGTERM, how long to wait for clients to leave after closing them")
+    add_renamed_seconds(parser, "--drain-seconds", "--drain-ms")
     add_option(parser, "--pod-name", default=socket.gethostname(), help="this pod's name in session hashes")
     add_option(parser, "--log-level", default="INFO",
                help="log level (DEBUG adds a line per WebSocket opened and closed)")
@@ -131,19 +141,28 @@ def split_list(text: str) -> list[str]:
 
 
 def auth_problem(args: argparse.Namespace) -> str | None:
-    """Why these options must not start a gateway, or None.
+    """Why these options must not start a gateway, or None (``args.auth_secret`` resolved: :func:`resolve_auth`).
 
     Without a secret the gateway would serve every stream to anyone, so that takes an explicit
     ``--insecure-no-auth`` rather than a forgotten variable; both together are a mistake either way.
     """
     if args.insecure_no_auth and args.auth_secret:
-        return "--auth-secret and --insecure-no-auth contradict each other: give one"
+        return ("a token secret (SPARKWIRE_AUTH_SECRET or --auth-secret-file) and --insecure-no-auth contradict "
+                "each other: drop --insecure-no-auth (SPARKWIRE_INSECURE_NO_AUTH) to require tokens, or unset the "
+                "secret to serve without them")
     if args.insecure_no_auth:
         return None
     if not args.auth_secret:
-        return ("no --auth-secret (SPARKWIRE_AUTH_SECRET): the gateway requires signed client tokens; "
-                "pass --insecure-no-auth to serve every stream without authentication")
+        return ("no token secret: the gateway requires signed client tokens; set SPARKWIRE_AUTH_SECRET or pass "
+                "--auth-secret-file PATH (a secret of at least "
+                f"{MIN_SECRET_BYTES} bytes), or pass --insecure-no-auth to serve every stream without authentication")
     if len(args.auth_secret.encode()) < MIN_SECRET_BYTES:
         # HS256 with a short key: one captured token lets an attacker brute-force the key offline.
-        return f"--auth-secret is shorter than {MIN_SECRET_BYTES} bytes, too short for HS256"
+        return (f"the token secret (SPARKWIRE_AUTH_SECRET or --auth-secret-file) is shorter than {MIN_SECRET_BYTES} "
+                f"bytes, too short for HS256: use a longer one, e.g. `openssl rand -hex {MIN_SECRET_BYTES}`")
     return None
+
+
+def resolve_auth(args: argparse.Namespace) -> None:
+    """``args.auth_secret`` from SPARKWIRE_AUTH_SECRET or ``--auth-secret-file`` (exits naming the fix)."""
+    args.auth_secret = read_secret(args, "--auth-secret")

@@ -8,7 +8,15 @@ import time
 from pathlib import Path
 
 from sparkwire import logs
-from sparkwire.options import add_option, non_negative_int, positive_int
+from sparkwire.options import (
+    add_flag,
+    add_option,
+    add_renamed_seconds,
+    non_negative_float,
+    non_negative_int,
+    positive_int,
+    ratio,
+)
 from sparkwire.producer.events import GeneratorConfig, generate
 from sparkwire.producer.publisher import make_producer, publish
 
@@ -19,9 +27,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_option(parser, "--bootstrap-servers", default="127.0.0.1:9092", help="Kafka bootstrap servers")
     add_option(parser, "--topic", default="metrics-raw", help="Kafka topic of raw metric events")
     add_option(parser, "--count", type=non_negative_int, default=0,
-               help="events to produce (0: as many as --duration allows)")
-    add_option(parser, "--duration", type=float, default=0.0, help="seconds of events to produce (with --rate)")
-    add_option(parser, "--rate", type=float, default=200.0, help="events per second of event time")
+               help="events to produce (0: as many as --duration-ms allows)")
+    add_option(parser, "--duration-ms", type=non_negative_int, default=0,
+               help="event time to produce events for (with --rate)")
+    add_renamed_seconds(parser, "--duration", "--duration-ms")
+    add_option(parser, "--rate", type=non_negative_float, default=200.0, help="events per second of event time")
     add_option(parser, "--metrics", type=positive_int, default=4, help="number of distinct metric names")
     add_option(parser, "--sources", type=positive_int, default=8, help="number of distinct source ids")
     add_option(parser, "--seed", type=int, default=1, help="random seed: the same seed gives the same events")
@@ -29,10 +39,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                help="event time of the first event in epoch ms (0: now)")
     add_option(parser, "--max-disorder-ms", type=non_negative_int, default=0,
                help="events may be this much older than their position (keep below the watermark delay)")
-    add_option(parser, "--duplicate-ratio", type=float, default=0.0, help="share of events sent twice")
-    add_option(parser, "--malformed-ratio", type=float, default=0.0,
+    add_option(parser, "--duplicate-ratio", type=ratio, default=0.0, help="share of events sent twice")
+    add_option(parser, "--malformed-ratio", type=ratio, default=0.0,
                help="share of events followed by a malformed record")
-    add_option(parser, "--late-ratio", type=float, default=0.0,
+    add_option(parser, "--late-ratio", type=ratio, default=0.0,
                help="share of events followed by a late event, --late-by-ms older (dropped by the aggregator)")
     add_option(parser, "--late-by-ms", type=positive_int, default=60_000,
                help="how much older than the newest event a late event is (keep it far above the watermark "
@@ -40,10 +50,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_option(parser, "--heartbeat-ms", type=non_negative_int, default=0,
                help="every this many ms of event time, a heartbeat to every partition (0: none); it moves "
                     "the watermark so the last window of a quiet stream closes")
-    add_option(parser, "--idle-seconds", type=float, default=0.0,
+    add_option(parser, "--idle-ms", type=non_negative_int, default=0,
                help="keep sending heartbeats this long after the last event (with --realtime: a quiet stream)")
-    parser.add_argument("--realtime", action="store_true",
-                        help="send each event when its event time comes instead of as fast as possible")
+    add_renamed_seconds(parser, "--idle-seconds", "--idle-ms")
+    add_flag(parser, "--realtime", default=False,
+             help="send each event when its event time comes instead of as fast as possible")
     add_option(parser, "--events-file", default="",
                help="write every produced record (JSON lines) here, for independent checking")
     add_option(parser, "--log-level", default="INFO", help="log level")
@@ -51,15 +62,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     logs.configure(args.log_level)
-    count = args.count or int(args.duration * args.rate)
+    count = args.count or int(args.duration_ms / 1000 * args.rate)
     if count <= 0:
-        raise SystemExit("nothing to produce: give --count or --duration")
+        raise SystemExit("sparkwire produce: error: nothing to produce: give --count N, or --duration-ms and a "
+                         "--rate above 0")
     config = GeneratorConfig(
         seed=args.seed, metrics=args.metrics, sources=args.sources, rate=args.rate,
         start_ms=args.start_ms or int(time.time() * 1000), max_disorder_ms=args.max_disorder_ms,
         duplicate_ratio=args.duplicate_ratio, malformed_ratio=args.malformed_ratio,
         late_ratio=args.late_ratio, late_by_ms=args.late_by_ms, heartbeat_ms=args.heartbeat_ms,
-        idle_ms=int(args.idle_seconds * 1000),
+        idle_ms=args.idle_ms,
     )
     stats = publish(
         generate(config, count),

@@ -14,7 +14,9 @@ def connector_jars(directory: str) -> list[str]:
     if directory:
         jars = sorted(str(p) for p in Path(directory).glob("*.jar"))
         if not jars:
-            raise SystemExit(f"no jars in the Spark jars directory {directory!r}; run `make setup`")
+            raise SystemExit(f"--spark-jars {directory!r}: no jars there; name the directory of Spark's Kafka "
+                             "connector jars, leave it empty (a checkout's .cache/spark-jars, `make setup`), or "
+                             "unset it where Spark has them on its classpath")
         return jars
     return sorted(str(p) for p in (cache_dir() / "spark-jars").glob("*.jar"))
 
@@ -35,8 +37,8 @@ def class_archive_options(archive: str) -> str:
     """The driver JVM's options that map ``archive``; empty: the checkout's archive when present, else none
     (it is optional); an archive named but missing is an error, as the jars directory is."""
     if archive and not Path(archive).is_file():
-        raise SystemExit(f"no class archive at {archive!r}; `python -m sparkwire.spark.class_archive {archive}` "
-                         "writes one, or pass --class-archive off")
+        raise SystemExit(f"--class-archive {archive!r}: no such file; `python -m sparkwire.spark.class_archive "
+                         f"{archive}` writes one, or pass --class-archive off")
     path = Path(archive) if archive else default_class_archive()
     return f"-XX:SharedArchiveFile={path}" if path.is_file() else ""
 

@@ -55,7 +55,7 @@ def test_heartbeats_close_the_last_window_of_a_quiet_stream(pipeline: Pipeline) 
     run.wait_ready(lambda: len(batch_durations_ms(run.log_path.read_text())) >= 1, timeout=180)
 
     # Real time: 3 s of events, then 6 s of heartbeats only (a quiet stream).
-    pipeline.produce(150, "--realtime", rate=50, heartbeat_ms=HEARTBEAT_MS, idle_seconds=6, start_ms=0,
+    pipeline.produce(150, "--realtime", rate=50, heartbeat_ms=HEARTBEAT_MS, idle_ms=6000, start_ms=0,
                      max_disorder_ms=100)
     raw = pipeline.produced()
     events = [e for e in map(parse_event, raw) if e is not None]

@@ -33,7 +33,7 @@ from .raw_client import Received, closed_with, collect, open_session
 def secured(redis_server: RedisServer, unique_name: str, tmp_path: Path) -> Iterator[GatewayProcess]:
     # The raw test clients send no Origin: allowed here, so these tests are about tokens only.
     process = GatewayProcess(tmp_path, redis_server.url, [unique_name, f"{unique_name}-other"],
-                             "--allowed-origins", "https://app.example", "--allow-missing-origin", "true",
+                             "--allowed-origins", "https://app.example", "--allow-missing-origin",
                              auth_secret=SECRET).start()
     yield process
     process.process.stop()
@@ -105,17 +105,17 @@ def test_an_origin_outside_the_allow_list_is_refused(secured: GatewayProcess, un
 
 @pytest.mark.parametrize(("allow_missing", "origin", "expected"), [
     pytest.param(None, None, 1008, id="missing-refused-by-default"),
-    pytest.param("false", None, 1008, id="missing-refused"),
-    pytest.param("true", None, None, id="missing-allowed-when-configured"),
+    pytest.param("--no-allow-missing-origin", None, 1008, id="missing-refused"),
+    pytest.param("--allow-missing-origin", None, None, id="missing-allowed-when-configured"),
     pytest.param(None, "https://app.example", None, id="listed-accepted"),
-    pytest.param("true", "https://evil.example", 1008, id="wrong-refused-even-if-missing-allowed"),
+    pytest.param("--allow-missing-origin", "https://evil.example", 1008, id="wrong-refused-even-if-missing-allowed"),
 ])
 def test_a_missing_origin_is_refused_unless_allowed(redis_server: RedisServer, unique_name: str, tmp_path: Path,
                                                      allow_missing: str | None, origin: str | None,
                                                      expected: int | None) -> None:
     extra = ["--allowed-origins", "https://app.example"]
     if allow_missing is not None:
-        extra += ["--allow-missing-origin", allow_missing]
+        extra += [allow_missing]
     process = GatewayProcess(tmp_path, redis_server.url, [unique_name], *extra, auth_secret=SECRET).start()
     try:
         token = issue_token(SECRET, [unique_name], 60, now=int(time.time()))
@@ -145,11 +145,20 @@ def _start_gateway(*args: str, env: dict[str, str] | None = None) -> subprocess.
 
 
 @pytest.mark.parametrize(("args", "env", "message"), [
-    pytest.param([], {}, "no --auth-secret (SPARKWIRE_AUTH_SECRET)", id="no-secret"),
-    pytest.param([], {"SPARKWIRE_AUTH_SECRET": ""}, "no --auth-secret", id="empty-secret"),
+    pytest.param([], {}, "no token secret: the gateway requires signed client tokens; set SPARKWIRE_AUTH_SECRET "
+                 "or pass --auth-secret-file PATH", id="no-secret"),
+    pytest.param([], {"SPARKWIRE_AUTH_SECRET": ""}, "no token secret", id="empty-secret"),
     pytest.param([], {"SPARKWIRE_AUTH_SECRET": "x" * 31}, "shorter than 32 bytes", id="short-secret"),
-    pytest.param(["--insecure-no-auth", "true"], {"SPARKWIRE_AUTH_SECRET": SECRET}, "contradict",
+    pytest.param(["--insecure-no-auth"], {"SPARKWIRE_AUTH_SECRET": SECRET}, "contradict",
                  id="secret-and-opt-out"),
+    # The secret never as a flag's value (ps shows it): the environment or a file.
+    pytest.param(["--auth-secret", SECRET], {}, "--auth-secret does not take the secret on the command line",
+                 id="secret-as-a-flag"),
+    pytest.param(["--auth-secret-file", "/nonexistent/secret"], {}, "--auth-secret-file /nonexistent/secret: "
+                 "cannot read it", id="unreadable-secret-file"),
+    pytest.param(["--auth-secret-file", "/dev/null"], {}, "no token secret", id="empty-secret-file"),
+    pytest.param(["--auth-secret-file", "/dev/null"], {"SPARKWIRE_AUTH_SECRET": SECRET},
+                 "both SPARKWIRE_AUTH_SECRET and --auth-secret-file are set", id="secret-twice"),
 ])
 def test_a_gateway_without_a_usable_secret_refuses_to_start(args: list[str], env: dict[str, str],
                                                             message: str) -> None:

@@ -53,7 +53,7 @@ class ChartGateway:
     def token(self) -> str:
         """What NOTES.txt tells the user to run, with the secret read from the chart's Secret."""
         done = subprocess.run([str(Path(sys.executable).parent / "sparkwire"), "token", "--streams", STREAM,
-                               "--ttl", "600"], capture_output=True, text=True, timeout=30, check=True,
+                               "--ttl-ms", "600000"], capture_output=True, text=True, timeout=30, check=True,
                               env={**os.environ, "SPARKWIRE_AUTH_SECRET": self.env["SPARKWIRE_AUTH_SECRET"]})
         return done.stdout.strip()
 

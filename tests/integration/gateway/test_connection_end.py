@@ -35,7 +35,7 @@ def replaying(redis_server: RedisServer,
     Committer(client, stream, per_batch=100).commit(HISTORY // 100)
     client.close()
     gateway = GatewayProcess(tmp_path_factory.mktemp("connection-end"), redis_server.url, [stream],
-                             "--page-size", str(PAGE_SIZE), "--insecure-no-auth", "true").start()
+                             "--page-size", str(PAGE_SIZE), "--insecure-no-auth").start()
     try:
         yield stream, gateway
     finally:

@@ -23,7 +23,7 @@ def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, 
 def test_prints_a_token_the_gateway_accepts(monkeypatch: pytest.MonkeyPatch,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("MY_SECRET", SECRET)
-    code, out, _ = run(["--secret-env", "MY_SECRET", "--streams", "metrics,other", "--ttl", "60",
+    code, out, _ = run(["--secret-env", "MY_SECRET", "--streams", "metrics,other", "--ttl-ms", "60000",
                         "--subject", "alice"], capsys)
     assert code == 0
     token = out.strip()

@@ -23,7 +23,7 @@ def test_no_archive_means_no_option_so_the_jvm_starts_as_before(tmp_path: Path,
 
 
 def test_an_archive_named_but_missing_is_a_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(SystemExit, match=r"no class archive at .*missing\.jsa.*--class-archive off"):
+    with pytest.raises(SystemExit, match=r"--class-archive .*missing\.jsa.*no such file.*--class-archive off"):
         class_archive_options(str(tmp_path / "missing.jsa"))
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from sparkwire.examples.orders.expected import Order
+from sparkwire.options import add_renamed_seconds, non_negative_float, non_negative_int
 
 REGIONS = ("eu-west", "us-east", "ap-south", "sa-east")
 
@@ -54,12 +55,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m sparkwire.examples.orders.produce", description=__doc__)
     parser.add_argument("--bootstrap-servers", default="127.0.0.1:9092")
     parser.add_argument("--topic", default="orders")
-    parser.add_argument("--rate", type=float, default=20.0, help="orders per second")
-    parser.add_argument("--duration", type=float, default=60.0, help="seconds to produce for")
+    parser.add_argument("--rate", type=non_negative_float, default=20.0, help="orders per second")
+    parser.add_argument("--duration-ms", type=non_negative_int, default=60_000, help="how long to produce for")
+    add_renamed_seconds(parser, "--duration", "--duration-ms")
     parser.add_argument("--orders-file", type=Path, help="JSON lines of every delivered record (with its position)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--count", type=int, default=0,
-                        help="send exactly this many orders (see generate), at --rate, instead of --duration")
+                        help="send exactly this many orders (see generate), at --rate, instead of --duration-ms")
     parser.add_argument("--start-ms", type=int, default=0,
                         help="with --count: event time of the first order (default: now)")
     args = parser.parse_args(argv)
@@ -67,7 +69,8 @@ def main(argv: list[str] | None = None) -> int:
         return _send_counted(args)
 
     if args.orders_file is None:
-        parser.error("--orders-file is needed with --duration")
+        parser.error("--orders-file is needed with --duration-ms: name the file that records every delivered "
+                     "order (or give --count)")
     rng = random.Random(args.seed)
     producer = Producer({"bootstrap.servers": args.bootstrap_servers, "enable.idempotence": True})
     with args.orders_file.open("a") as out:
@@ -78,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
                                       "value": message.value().decode()}) + "\n")
 
         started, n = time.monotonic(), 0
-        while time.monotonic() - started < args.duration:
+        while time.monotonic() - started < args.duration_ms / 1000:
             order = {"orderId": f"o-{args.seed}-{n}", "region": rng.choice(REGIONS),
                      "amount": str((Decimal(rng.randint(100, 99_999)) / 100).quantize(Decimal("0.01"))),
                      "ts": int(time.time() * 1000)}
