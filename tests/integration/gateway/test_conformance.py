@@ -97,6 +97,9 @@ class Table:
             return max(conversation.seqs, default=0) + 1
         if value in ("$issued", "$issued-other-subject"):
             return self.issued[stream]
+        if value.startswith("$digest@"):
+            [entry] = ReplayLogReader(self.redis, stream).read_after(int(value.removeprefix("$digest@")) - 1, 1)
+            return entry.digest
         if value == "$foreign":
             return "never-issued-by-any-pod"
         raise ValueError(f"unknown placeholder {value}")
