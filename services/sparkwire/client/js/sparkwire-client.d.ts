@@ -16,6 +16,8 @@ export interface Entry {
   key: string;
   data: unknown;
   commitMs: number;
+  /** The entry's digest (16 hex digits); absent from a server older than digests. */
+  digest?: string;
 }
 
 /** The latest result of one key. */
@@ -25,10 +27,12 @@ export interface StateItem {
   data: unknown;
 }
 
-/** The last entry applied: `seq` within `epoch`. */
+/** The last entry applied: `seq` within `epoch`, and its digest when the server sent one (docs/protocol.md,
+ * "Continuity": a gateway resumes a cursor with a digest only where the log still holds that entry). */
 export interface Cursor {
   epoch: string;
   seq: number;
+  digest?: string;
 }
 
 export interface Welcome {
@@ -44,7 +48,7 @@ export interface Welcome {
 
 export type ServerFrame =
   | Welcome
-  | { type: "snapshot"; epoch: string; seq: number; items: Map<string, StateItem>; more: boolean }
+  | { type: "snapshot"; epoch: string; seq: number; items: Map<string, StateItem>; more: boolean; digest?: string }
   | { type: "entries"; epoch: string; entries: Entry[] }
   | { type: "error"; code: number; name: string; reason: string }
   | { type: "ping" | "pong"; t: number }
@@ -173,6 +177,8 @@ export interface Position {
   epoch: string;
   seq: number;
   items?: Record<string, StateItem>;
+  /** The digest of the entry at `seq` (GET /history's last entry's), so the resume proves continuity. */
+  digest?: string;
 }
 
 /** Every entry of one stream applied once, in seq order, across dropped connections and reconnects. */

@@ -40,9 +40,9 @@
  * this page never applied.
  */
 
-/** @typedef {{seq: number, processingId: string, key: string, data: unknown, commitMs: number}} Entry */
+/** @typedef {{seq: number, processingId: string, key: string, data: unknown, commitMs: number, digest?: string}} Entry */
 /** @typedef {{seq: number, processingId: string, data: unknown}} StateItem */
-/** @typedef {{epoch: string, seq: number}} Cursor */
+/** @typedef {{epoch: string, seq: number, digest?: string}} Cursor */
 /** @typedef {{state: "connecting"|"open"|"waiting"|"stopped"|"failed", code?: number, reason?: string,
  *   delayMs?: number, attempt?: number, recovered?: boolean, reset?: string|null}} Status */
 
@@ -93,6 +93,15 @@ function field(doc, where, name, kind) {
   return doc[name];
 }
 
+// An entry's digest (docs/protocol.md, "Continuity"): optional, absent from a server older than digests.
+const DIGEST = /^[0-9a-f]{16}$/;
+function optionalDigest(raw, where) {
+  const digest = raw.digest;
+  if (digest === undefined || digest === null) return undefined;
+  if (typeof digest !== "string" || !DIGEST.test(digest)) bad(`${where}.digest must be 16 lowercase hex digits`);
+  return digest;
+}
+
 function stateItem(raw, where) {
   return { seq: field(raw, where, "seq", "count"), processingId: field(raw, where, "processingId", "string"),
            data: field(raw, where, "data", "any") };
@@ -117,11 +126,17 @@ export function parseFrame(text) {
     case "snapshot": {
       const items = new Map();
       for (const [key, raw] of Object.entries(f("items", "object"))) items.set(key, stateItem(raw, "snapshot item"));
-      return { type, epoch: f("epoch", "string"), seq: f("seq", "count"), items, more: f("more", "bool") };
+      const snapshot = { type, epoch: f("epoch", "string"), seq: f("seq", "count"), items, more: f("more", "bool") };
+      const digest = optionalDigest(doc, "snapshot");
+      return digest === undefined ? snapshot : { ...snapshot, digest };
     }
     case "entries": {
-      const entries = f("entries", "list").map((raw) => ({ ...stateItem(raw, "entries[]"),
-        key: field(raw, "entries[]", "key", "string"), commitMs: field(raw, "entries[]", "commitMs", "count") }));
+      const entries = f("entries", "list").map((raw) => {
+        const entry = { ...stateItem(raw, "entries[]"), key: field(raw, "entries[]", "key", "string"),
+          commitMs: field(raw, "entries[]", "commitMs", "count") };
+        const digest = optionalDigest(raw, "entries[]");
+        return digest === undefined ? entry : { ...entry, digest };
+      });
       return { type, epoch: f("epoch", "string"), entries };
     }
     case "error": return { type, code: f("code", "count"), name: f("name", "string"), reason: f("reason", "string") };
@@ -291,6 +306,10 @@ export class SparkwireClient {
     /** @type {string|null} set with the first snapshot or entry applied: from then on there is a cursor */
     this.epoch = null;
     this.lastSeq = 0;  // the last seq applied with none missing before it
+    // The digest of the entry at lastSeq (sent by the server with every entry and snapshot), sent back with the
+    // cursor and acks: a gateway resumes only a log that still holds that entry there. null: not known.
+    /** @type {string|null} */
+    this.digest = null;
     /** @type {Map<string, StateItem>} */
     this.state = new Map();
     this.deduper = new Deduper(this.options.dedupCapacity);
@@ -311,7 +330,12 @@ export class SparkwireClient {
   }
 
   /** @returns {Cursor|null} the last entry applied (or the snapshot's position), sent in the next hello */
-  get cursor() { return this.epoch === null ? null : { epoch: this.epoch, seq: this.lastSeq }; }
+  get cursor() {
+    if (this.epoch === null) return null;
+    // Only with a digest the server gave: an older server refuses a cursor with an unknown field.
+    return this.digest === null ? { epoch: this.epoch, seq: this.lastSeq }
+      : { epoch: this.epoch, seq: this.lastSeq, digest: this.digest };
+  }
   /** The open connection's welcome ({headSeq, epoch, recovered, reset, …}: where the log stood when it
    *  began); null between connections. Read-only: a page shows how far behind the log it is. */
   get welcome() { return this.conn?.welcome ?? null; }
@@ -359,7 +383,8 @@ export class SparkwireClient {
       const raw = position.items ?? {};
       if (!isObject(raw)) bad("position.items must be an object");
       items = Object.entries(raw).map(([key, item]) => [key, stateItem(item, "position item")]);
-      [this.epoch, this.lastSeq] = [epoch, seq];
+      const digest = optionalDigest(position, "position");  // GET /history's last entry's, when given
+      [this.epoch, this.lastSeq, this.digest] = [epoch, seq, digest ?? null];
     } catch (error) {
       if (error instanceof FrameError) throw new TypeError(error.message);
       throw error;
@@ -496,6 +521,7 @@ export class SparkwireClient {
     this.state = new Map(parts.flatMap((p) => [...p.items]));
     this.lastSeq = part.seq;
     this.epoch = part.epoch;
+    this.digest = part.digest ?? null;
     this._markProgress(conn, 0);
     safely(this.options.onSnapshot, this.state, { epoch: part.epoch, seq: part.seq, reason: conn.snapshotReason });
     return {};
@@ -516,6 +542,7 @@ export class SparkwireClient {
       this.lastSeq = entry.seq;
       moved += 1;
       this.epoch = frame.epoch;
+      this.digest = entry.digest ?? null;
       // The seq is taken either way (the next seq follows it); only a new result is applied (onEntry). The
       // state follows the log's newest item per key even for a skipped duplicate: after a lost log, the batch
       // the killed driver had committed comes again after the new epoch's snapshot (session.py does the same).
@@ -541,7 +568,9 @@ export class SparkwireClient {
     conn.unackedSince = null;
     this.counts.acksSent += 1;
     this._save();  // what the server hears of is what a reloaded page resumes from
-    return [JSON.stringify({ type: "ack", seq: this.lastSeq, duplicates: this.duplicates, gaps: this.gaps })];
+    const ack = { type: "ack", seq: this.lastSeq, duplicates: this.duplicates, gaps: this.gaps };
+    if (this.digest !== null) ack.digest = this.digest;
+    return [JSON.stringify(ack)];
   }
 
   _msUntilAck(conn) {
@@ -624,7 +653,7 @@ export class SparkwireClient {
   _save() {
     if (!this.storage || this.epoch === null) return;
     const saved = { v: PROTOCOL_VERSION, session: this.sessionId, epoch: this.epoch, seq: this.lastSeq,
-      items: Object.fromEntries(this.state) };
+      digest: this.digest, items: Object.fromEntries(this.state) };
     try {
       this.storage.setItem(this.storageKey, JSON.stringify(saved));
     } catch {  // over quota: a later page starts from a snapshot, not from an older position
@@ -640,6 +669,7 @@ export class SparkwireClient {
       if (saved.v !== PROTOCOL_VERSION || !SESSION_ID.test(f("session", "string"))) return false;
       const items = Object.entries(f("items", "object")).map(([key, raw]) => [key, stateItem(raw, "saved item")]);
       [this.epoch, this.lastSeq, this.sessionId] = [f("epoch", "string"), f("seq", "count"), saved.session];
+      this.digest = optionalDigest(saved, "saved") ?? null;
       this.state = new Map(items);
       return true;
     } catch {

@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { CLOSE_CODES, Deduper, FrameError, isResumable, parseFrame } from "../sparkwire-client.js";
+import { CLOSE_CODES, Deduper, FrameError, isResumable, parseFrame, SparkwireClient } from "../sparkwire-client.js";
 
 test("a welcome is read with every field", () => {
   const welcome = parseFrame(JSON.stringify({ type: "welcome", v: 1, session: "s", epoch: "e", headSeq: 7,
@@ -44,4 +44,47 @@ test("resumable closes follow the table; drops and unknown codes resume", () => 
   assert.equal(isResumable(1006), true);
   assert.equal(isResumable(4999), true);
   assert.equal(isResumable(4401), false);
+});
+
+// Issue 47: the digest of the entry at the cursor's seq goes back with the cursor and acks (docs/protocol.md,
+// "Continuity"). Driven through the client's frame handling with a bare connection record, no socket.
+const DIGEST_A = "0123456789abcdef";
+const DIGEST_B = "fedcba9876543210";
+const frame = (doc) => parseFrame(JSON.stringify(doc));
+
+function connection() {
+  return { welcome: null, snapshotParts: [], snapshotExpected: false, snapshotReason: null, ackedSeq: null,
+    unacked: 0, unackedSince: null };
+}
+
+test("entries and snapshots are read with their digest, and refused with a malformed one", () => {
+  const entries = frame({ type: "entries", epoch: "e", entries: [{ seq: 1, processingId: "p", key: "k", data: 1,
+    commitMs: 0, digest: DIGEST_A }] });
+  assert.equal(entries.entries[0].digest, DIGEST_A);
+  const old = frame({ type: "entries", epoch: "e", entries: [{ seq: 1, processingId: "p", key: "k", data: 1,
+    commitMs: 0 }] });
+  assert.equal("digest" in old.entries[0], false);  // a server older than digests
+  assert.equal(frame({ type: "snapshot", epoch: "e", seq: 3, digest: DIGEST_B, items: {}, more: false }).digest,
+    DIGEST_B);
+  assert.throws(() => frame({ type: "entries", epoch: "e", entries: [{ seq: 1, processingId: "p", key: "k",
+    data: 1, commitMs: 0, digest: "XYZ" }] }), (error) => error instanceof FrameError && /digest/.test(error.message));
+});
+
+test("the cursor, the hello and acks carry the digest of the entry at their seq", () => {
+  const client = new SparkwireClient({ url: "ws://127.0.0.1:1/ws", stream: "s", storage: null });
+  const conn = connection();
+  client._handle(conn, frame({ type: "welcome", session: "s1", epoch: "e", headSeq: 3, recovered: false,
+    reset: "no_position", ackEvery: 2, ackIntervalMs: 1000 }));
+  client._handle(conn, frame({ type: "snapshot", epoch: "e", seq: 3, digest: DIGEST_A, items: {}, more: false }));
+  assert.deepEqual(client.cursor, { epoch: "e", seq: 3, digest: DIGEST_A });
+  const reaction = client._handle(conn, frame({ type: "entries", epoch: "e", entries: [
+    { seq: 4, processingId: "p4", key: "k", data: 4, commitMs: 0, digest: DIGEST_A },
+    { seq: 5, processingId: "p5", key: "k", data: 5, commitMs: 0, digest: DIGEST_B }] }));
+  assert.deepEqual(reaction.send.map((text) => JSON.parse(text)),
+    [{ type: "ack", seq: 5, duplicates: 0, gaps: 0, digest: DIGEST_B }]);
+  assert.deepEqual(JSON.parse(client._hello()).cursor, { epoch: "e", seq: 5, digest: DIGEST_B });
+  // From a server older than digests: the cursor and acks say nothing of one, as before.
+  client._handle(conn, frame({ type: "entries", epoch: "e", entries: [
+    { seq: 6, processingId: "p6", key: "k", data: 6, commitMs: 0 }] }));
+  assert.deepEqual(client.cursor, { epoch: "e", seq: 6 });
 });
