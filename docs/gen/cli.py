@@ -71,7 +71,8 @@ def page() -> str:
         lines += ["", f"## `sparkwire {name}` {{#{name}}}", "", _rst_to_md(helps.get(name, "")) + ".", ""]
         if sub.description:
             lines += [_escape(_rst_to_md(sub.description.strip())), ""]
-        options = [a for a in sub._actions if a.option_strings and a.dest != "help"]
+        options = [a for a in sub._actions
+                   if a.option_strings and a.dest != "help" and a.help != argparse.SUPPRESS]  # hidden: deprecated
         if not options:
             lines += ["This command takes no options here (it needs a source checkout).", ""]
             continue

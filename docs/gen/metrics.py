@@ -50,7 +50,8 @@ def _template_text(text: str) -> str:
     """An annotation as Prometheus shows it, with the template's label references written plainly."""
     text = re.sub(r'\{\{ "\{\{ \$labels\.(\w+) \}\}" \}\}', r"{\1}", text)
     text = re.sub(r'\{\{ "\{\{ \$value[^}]*\}\}" \}\}', "{value}", text)
-    return re.sub(r"\{\{ \.Release\.Namespace \}\}", "{namespace}", text)
+    text = re.sub(r"\{\{ \$?\.Release\.Namespace \}\}", "{namespace}", text)
+    return re.sub(r"\{\{ \$?\.?([\w.]+) \}\}", r"{\1}", text)  # the chart's own: {{ $job.name }} -> {job.name}
 
 
 def alerts_table() -> str:
