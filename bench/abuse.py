@@ -1,4 +1,4 @@
-"""Abuse benchmark (issue 39, item 2): a real gateway serving honest clients while connections of every
+"""Abuse benchmark: a real gateway serving honest clients while connections of every
 abusive kind come and go, and what that costs the gateway and the honest clients.
 
 Method. One ``redis-server`` (AOF, ``appendfsync always``) and, per run, a fresh gateway process (``sparkwire
@@ -78,7 +78,6 @@ from _abuse_stats import (
     summary_table,
 )
 from _common import (
-    git_revision,
     machine_info,
     markers,
     process_cpu_seconds,
@@ -253,7 +252,7 @@ def render(args: argparse.Namespace, idle: Phase, churn: Phase, *, info: dict[st
     start, end = markers(SECTION)
     lines = [
         start,
-        "## Abuse: connection churn of every kind against a gateway serving honest clients (issue 39)",
+        "## Abuse: connection churn of every kind against a gateway serving honest clients",
         "",
         f"One gateway process (auth on) on a real `redis-server`, {PER_BATCH * round(1 / INTERVAL)} entries/s "
         f"committed through the commit script, {args.honest_clients} honest `StreamClient`s reading throughout; "
@@ -263,7 +262,7 @@ def render(args: argparse.Namespace, idle: Phase, churn: Phase, *, info: dict[st
         "`bench/abuse.py` (method in its docstring).",
         "",
         *reproduce_lines(date, wall, f"flock /tmp/sparkwire-heavy.lock {command}"),
-        f"- Code: {git_revision(REPO, ['services/sparkwire/gateway', 'bench'])}. Machine: {info['nproc']} CPUs "
+        f"- Machine: {info['nproc']} CPUs "
         f"({info['cpu']}), {info['ram']} RAM; Redis {info['redis']}, Python {info['python']}.",
         f"- Gateway options shortened so that churn turns over faster: `--hello-timeout-ms "
         f"{args.gateway_hello_timeout_ms}`, `--header-timeout-ms {args.gateway_header_timeout_ms}` (10,000 each "
