@@ -1,6 +1,6 @@
 """The gateway fan-out benchmark's load-generator clients: one connection per simulated client on a raw
 asyncio transport (RFC 6455 framing by hand, optional permessage-deflate), speaking docs/protocol.md with
-little per-frame work. Runs in the worker processes (``_fanout_loadgen``)."""
+little per-frame work. Runs in the worker processes (``_fanout_loadgen``), which it knows only as a ``Worker``."""
 
 from __future__ import annotations
 
@@ -11,29 +11,13 @@ import re
 import time
 import zlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, Protocol, cast
 
-from sparkwire.protocol.close_codes import CLOSE_SPECS
-
-if TYPE_CHECKING:
-    from _fanout_loadgen import LoadGen
-
-STREAM = "bench"
-WS_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 ENTRIES_PREFIX = b'{"type":"entries"'
-# encode_entry writes {"seq":N,"processingId":...,"key":...,"data":{...},"commitMs":N}; the bench payload
-# ({"n":..,"pad":"x.."}) cannot contain either pattern.
+# encode_entry writes {"seq":N,"processingId":...,"key":...,"data":{...},"commitMs":N,"digest":"..."}; the
+# bench payload ({"n":..,"pad":"x.."}) cannot contain either pattern. commitMs may be followed by more fields.
 SEQ_RE = re.compile(rb'\{"seq":(\d+),"processingId"')
-COMMIT_RE = re.compile(rb'"commitMs":(\d+)\}')
-HIST_PER_MS = 10  # latency histogram: 0.1 ms buckets
-HIST_SIZE = 120_000 * HIST_PER_MS  # up to 120 s, the last bucket holds everything slower
-NEVER = 1 << 62
-CONNECT_CONCURRENCY = 64
-
-
-# The protocol's table, not a copy: a close that is not resumable ends the client.
-TERMINAL_CLOSES = frozenset(int(code) for code, spec in CLOSE_SPECS.items() if not spec.resumable)
-MAX_ATTEMPTS = 30
+COMMIT_RE = re.compile(rb'"commitMs":(\d+)[,}]')
 
 
 @dataclass(eq=False)
@@ -66,11 +50,32 @@ class ClientState:
         return json.dumps(frame, separators=(",", ":")).encode()
 
 
+class Worker(Protocol):
+    """What a connection needs of the worker process that runs it (``_fanout_loadgen.LoadGen``): its loop,
+    its counters and statistics, and to be told when the client reached the target seq or lost its
+    connection. Declared here so that the clients do not import the worker, which imports them."""
+
+    loop: asyncio.AbstractEventLoop
+    measuring: bool
+    target: int
+    errors: list[str]
+    bytes_in: int
+    frames_in: int
+    acks: int
+    deflate_negotiated: int
+
+    def record(self, latency_ms: float, count: int) -> None: ...
+
+    def reached(self, state: ClientState) -> None: ...
+
+    def lost(self, protocol: LoadClient) -> None: ...
+
+
 class LoadClient(asyncio.Protocol):
     """One connection of a client on a raw transport: RFC 6455 framing by hand (server frames are
     unmasked, client frames masked), optional permessage-deflate like a browser offers it."""
 
-    def __init__(self, gen: LoadGen, state: ClientState, request: bytes, accept: bytes) -> None:
+    def __init__(self, gen: Worker, state: ClientState, request: bytes, accept: bytes) -> None:
         self.gen = gen
         self.state = state
         self.request = request

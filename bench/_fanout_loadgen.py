@@ -14,18 +14,17 @@ import resource
 import time
 from typing import Any
 
-from _fanout_client import (
-    CONNECT_CONCURRENCY,
-    HIST_PER_MS,
-    HIST_SIZE,
-    MAX_ATTEMPTS,
-    NEVER,
-    STREAM,
-    TERMINAL_CLOSES,
-    WS_GUID,
-    ClientState,
-    LoadClient,
-)
+from _fanout_client import ClientState, LoadClient
+from _fanout_shared import HIST_PER_MS, HIST_SIZE, STREAM
+
+from sparkwire.protocol.close_codes import CLOSE_SPECS
+
+WS_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+NEVER = 1 << 62  # the target seq while no phase is being measured
+CONNECT_CONCURRENCY = 64
+# The protocol's table, not a copy: a close that is not resumable ends the client.
+TERMINAL_CLOSES = frozenset(int(code) for code, spec in CLOSE_SPECS.items() if not spec.resumable)
+MAX_ATTEMPTS = 30
 
 
 class LoadGen:

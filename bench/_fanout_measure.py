@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from _common import pace, process_cpu_seconds, process_memory_kib, settle_rss
-from _fanout_client import HIST_PER_MS, STREAM
 from _fanout_loadgen import worker_main
+from _fanout_shared import HIST_PER_MS, STREAM
 
 from sparkwire.replaylog.keys import StreamKeys
 from sparkwire_harness.stack import Committer, GatewayProcess, RedisServer
@@ -194,9 +194,10 @@ def head_seq(server: RedisServer) -> int:
 
 
 def delivered_counter(gateway: GatewayProcess) -> float:
-    """The gateway's own count of entries sent (a cross-check, printed only); NaN if it does not answer."""
+    """The gateway's own count of entries sent (a cross-check, printed only); NaN if it does not answer, 0
+    before it sent any (the labelled counter has no sample until then)."""
     try:
-        return gateway.metric("sparkwire_gateway_entries_delivered_total")
+        return gateway.metric("sparkwire_gateway_entries_delivered_total", default=0)
     except OSError:
         return float("nan")
 

@@ -44,9 +44,9 @@ from _common import (
     machine_info,
     raise_open_files,
 )
-from _fanout_client import STREAM
 from _fanout_measure import Memory, Phase, Scenario, Workers, run_scenario
 from _fanout_report import SECTION, render
+from _fanout_shared import STREAM
 
 from sparkwire.replaylog.keys import StreamKeys
 from sparkwire_harness.stack import Committer, RedisServer, repo_root
@@ -130,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         workers.close()
     entry_bytes = len(f'{{"seq":{committer.committed},"processingId":"pid-{committer.committed:08d}","key":"k1",'
-                      f'"data":{payload},"commitMs":{int(time.time() * 1000)}}}')
+                      f'"data":{payload},"commitMs":{int(time.time() * 1000)},"digest":"{"0" * 16}"}}')
     section = render(args, command, info, memories, phases, payload, entry_bytes, load_before, os.getloadavg(),
                      time.monotonic() - wall_start, date, revision)
     emit_section(args.output, SECTION, section)
