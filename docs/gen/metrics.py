@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "charts" / "sparkwire" / "templates" / "observability" / "prometheusrule.yaml"
 EXPORTERS = {"sparkwire_gateway_": "gateways", "sparkwire_client_": "gateways (from clients' acks)",
              "sparkwire_redis_": "gateways", "sparkwire_sink_": "Spark jobs", "sparkwire_aggregator_": "Spark jobs",
-             "sparkwire_query_": "Spark jobs"}
+             "sparkwire_query_": "Spark jobs", "sparkwire_job_": "Spark jobs"}
 
 
 def _cell(text: str) -> str:

@@ -69,10 +69,10 @@ def test_alerts_fire_on_what_they_are_about(tmp_path: Path) -> None:
         _series("sparkwire_gateway_head_seq", GW, "4995x30", stream="metrics", pod="gw-1"),
         _series("sparkwire_gateway_head_seq", GW, "1000x30", stream="metrics", pod="gw-2"),
         # The aggregator falls 200k Kafka records behind from minute 2 on.
-        _series("sparkwire_aggregator_kafka_offsets_behind", AGG, "0 0 200000x28", query="sparkwire-aggregate",
+        _series("sparkwire_job_kafka_offsets_behind", AGG, "0 0 200000x28", query="sparkwire-aggregate",
                 pod="driver"),
         # A failover loses the log's tail at minute 6 (the job counts it once).
-        _series("sparkwire_aggregator_tail_losses_total", AGG, "0x6 1x24", pod="driver"),
+        _series("sparkwire_job_tail_losses_total", AGG, "0x6 1x24", pod="driver"),
         # Gateways are up throughout; the driver disappears after minute 5.
         _series("up", GW, "1x30", pod="gw-1"),
         _series("up", AGG, "1x5 0x25", pod="driver"),
@@ -125,7 +125,7 @@ def test_redis_replication_alerts_fire_on_what_they_are_about(tmp_path: Path) ->
 
     def redis(connected: str, lag_bytes: str, lag_seconds: str, changes: str, required: str,
               pods: tuple[str, ...] = ("gw-1", "gw-2")) -> list[dict[str, str]]:
-        series = [_series("sparkwire_aggregator_redis_replicas_required", AGG, f"{required}x60", pod="driver")]
+        series = [_series("sparkwire_job_redis_replicas_required", AGG, f"{required}x60", pod="driver")]
         for pod in pods:
             series += [_series("sparkwire_redis_replicas_connected", GW, connected, pod=pod),
                        _series("sparkwire_redis_replication_lag_bytes", GW, lag_bytes, pod=pod),

@@ -179,7 +179,7 @@ def _exposed_metric_names() -> set[str]:
     from sparkwire.gateway import metrics as gateway_metrics
     from sparkwire.spark import metrics as aggregator_metrics
 
-    suffixes = {"counter": ("_total", "_created"), "gauge": ("",),
+    suffixes = {"counter": ("_total", "_created"), "gauge": ("",), "info": ("_info",),
                 "histogram": ("_bucket", "_sum", "_count", "_created")}
     names: set[str] = set()
     for module in (gateway_metrics, aggregator_metrics):
@@ -207,7 +207,7 @@ def test_alerts_use_metrics_the_code_exports() -> None:
                      "sparkwire_gateway_redis_errors_total", "sparkwire_gateway_head_seq", "sparkwire_sink_last_seq",
                      "sparkwire_redis_primary_changes_total", "sparkwire_redis_replicas_connected",
                      "sparkwire_redis_replication_lag_bytes", "sparkwire_redis_replication_lag_seconds",
-                     "sparkwire_aggregator_redis_replicas_required"):
+                     "sparkwire_job_redis_replicas_required"):
         assert required in used, f"no alert on {required}"
 
 
@@ -225,6 +225,6 @@ def test_dashboard_uses_metrics_the_code_exports() -> None:
     for path in dashboards:
         dashboard = json.loads(path.read_text())
         exprs = [t["expr"] for panel in dashboard["panels"] for t in panel.get("targets", [])]
-        exprs.append(dashboard["templating"]["list"][1]["definition"])
+        exprs += [variable["definition"] for variable in dashboard["templating"]["list"] if "definition" in variable]
         names = {n for e in exprs for n in re.findall(r"\bsparkwire_[a-z_]+\b", e)}
         assert names and names <= exposed, f"{path.name}: {sorted(names - exposed)} not exported by the code"

@@ -235,7 +235,8 @@ def test_hpa_replaces_the_static_replica_count() -> None:
 
 def test_network_policies_toggle() -> None:
     on = kinds(render([CHART / "ci" / "kind-values.yaml"]))["NetworkPolicy"]
-    assert sorted(on) == sorted([GATEWAY, REDIS, AGGREGATOR, f"{AGGREGATOR}-driver", KAFKA, f"{KAFKA}-topics"])
+    assert sorted(on) == sorted([GATEWAY, REDIS, AGGREGATOR, f"{AGGREGATOR}-driver", KAFKA, f"{KAFKA}-topics",
+                                 f"{FULLNAME}-test-gateway-ready"])
     assert "NetworkPolicy" not in kinds(render(sets={"networkPolicy.enabled": False}))
 
 

@@ -205,6 +205,9 @@ def run(args: argparse.Namespace) -> int:
     if args.metrics_port:
         from prometheus_client import start_http_server
 
+        from sparkwire.build_info import publish
+
+        publish("spark-job")
         start_http_server(args.metrics_port)
     stop = stop_on_signals()
     spark = session(args, "sparkwire-aggregator")

@@ -18,6 +18,7 @@ from types import FrameType
 import uvicorn
 
 from sparkwire import logs
+from sparkwire.build_info import publish as publish_build_info
 from sparkwire.gateway.app import Gateway, create_app
 from sparkwire.gateway.sessions import SessionStore
 from sparkwire.gateway.settings import add_arguments, auth_problem, connection_settings, resolve_auth, split_list
@@ -66,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
     logs.configure(args.log_level)
     gc.set_threshold(*GC_THRESHOLDS)
     resolve_auth(args)
+    publish_build_info("gateway")
     problem = auth_problem(args)
     if problem is not None:
         print(f"sparkwire gateway: error: {problem}", file=sys.stderr)

@@ -206,6 +206,9 @@ def main(job: Job, argv: Sequence[str] | None = None) -> int:
     if args.metrics_port:
         from prometheus_client import start_http_server
 
+        from sparkwire.build_info import publish
+
+        publish("spark-job")
         start_http_server(args.metrics_port)
     from sparkwire.spark.progress import ProgressReporter
 

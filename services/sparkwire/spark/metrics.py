@@ -1,5 +1,7 @@
-"""Prometheus metrics of a driver delivering queries: the metrics job's (``sparkwire_aggregator_*``), the sink's
-(``sparkwire_sink_*``) and every delivered query's (``sparkwire_query_*``, labelled by query)."""
+"""Prometheus metrics of a driver delivering queries: every job's (``sparkwire_job_*``: its Kafka lag, its replay
+log's writer, rebuilds), the sink's (``sparkwire_sink_*``), every delivered query's (``sparkwire_query_*``,
+labelled by query), and the built-in metrics job's own (``sparkwire_aggregator_*``: its events and windows, which
+a team's job does not export). A job's metrics Service (its scrape ``job`` label) tells the jobs apart."""
 
 from __future__ import annotations
 
@@ -37,7 +39,7 @@ QUERY_ROWS_DROPPED_BY_WATERMARK = Counter(
     "of the query progress): events missing from the results", ["query"],
 )
 KAFKA_OFFSETS_BEHIND = Gauge(
-    "sparkwire_aggregator_kafka_offsets_behind",
+    "sparkwire_job_kafka_offsets_behind",
     "Kafka records not read yet, on the query's most lagging partition (Spark's maxOffsetsBehindLatest)", ["query"],
 )
 BATCHES = Counter("sparkwire_sink_batches", "Micro-batches handed to the sink", ["outcome"])
@@ -59,37 +61,37 @@ ROWS_SKIPPED = Counter(
 )
 LAST_SEQ = Gauge("sparkwire_sink_last_seq", "Last seq committed to the replay log")
 REBUILDS = Counter(
-    "sparkwire_aggregator_rebuilds", "Rebuilds of a lost replay log from Kafka, by outcome (complete, partial)",
+    "sparkwire_job_rebuilds", "Rebuilds of a lost replay log from Kafka, by outcome (complete, partial)",
     ["outcome"],
 )
 REBUILD_UNAVAILABLE = Counter(
-    "sparkwire_aggregator_rebuild_unavailable",
+    "sparkwire_job_rebuild_unavailable",
     "Rebuilds that could not restore the whole lost history (input past Kafka's retention or the checkpoint's)",
 )
-REBUILD_RECORDS = Counter("sparkwire_aggregator_rebuild_records", "Results re-committed by rebuilds")
+REBUILD_RECORDS = Counter("sparkwire_job_rebuild_records", "Results re-committed by rebuilds")
 TAIL_LOSSES = Counter(
-    "sparkwire_aggregator_tail_losses",
+    "sparkwire_job_tail_losses",
     "Replay logs found to have lost their last batches under the same epoch (a failover, a restore): each starts "
     "a new epoch and a rebuild",
 )
 NOT_REPLICATED = Counter(
-    "sparkwire_aggregator_not_replicated",
+    "sparkwire_job_not_replicated",
     "Commit steps (a staged batch, a publish) that fewer replicas than --redis-replicas acknowledged within the "
     "replica timeout (Redis WAIT); each is retried, for 30 s, before the batch fails",
 )
 BATCHES_REPUBLISHED = Counter(
-    "sparkwire_aggregator_batches_republished",
+    "sparkwire_job_batches_republished",
     "Batches published again after their publish failed (reply lost, or not replicated) and the Redis then "
     "answering did not have it: a failover to a replica that lacked the publish; same seqs and bytes, from the "
     "staged chunks. Also counts a first try that never reached Redis",
 )
 REDIS_RETRIES = Counter(
-    "sparkwire_aggregator_redis_retries",
+    "sparkwire_job_redis_retries",
     "Replay-log calls sent again after a transient Redis error (connection reset or refused, timeout, a failover "
     "under way), in process, for up to 30 s: a blip costs a retry, not a driver restart",
 )
 REDIS_REPLICAS_REQUIRED = Gauge(
-    "sparkwire_aggregator_redis_replicas_required",
+    "sparkwire_job_redis_replicas_required",
     "Replicas the writer waits for before a batch is published and before Spark moves on (--redis-replicas); "
     "with fewer online the job cannot commit",
 )

@@ -8,7 +8,7 @@ offsets log (``checkpoint.py``), ask Kafka what it still holds, plan (``rebuild_
 rebuild in the meta hash (``mark_rebuild.lua``: the epoch, and what is lost), recompute
 (``recompute.py``) and commit each batch's results under the query id ``rebuild:<query id>``, fenced on
 that epoch. Past retention, what can be rebuilt exactly is, the rest is an error, a counter
-(``sparkwire_aggregator_rebuild_unavailable_total``) and ``history_lost`` in the meta hash.
+(``sparkwire_job_rebuild_unavailable_total``) and ``history_lost`` in the meta hash.
 """
 
 from __future__ import annotations

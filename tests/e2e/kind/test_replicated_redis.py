@@ -16,7 +16,7 @@ the kubelet restarts the container in the same pod).
 Checked: every client got every result exactly once and the log equals what the produced records give
 (the same checks as test_kind_chaos.py); the Sentinels named another pod after the deletion (a failover);
 the deleted pod came back as a replica; no gateway pod was replaced or restarted; the log kept its epoch
-and counts no tail loss (its meta hash, and the aggregator's `sparkwire_aggregator_tail_losses_total`
+and counts no tail loss (its meta hash, and the aggregator's `sparkwire_job_tail_losses_total`
 where its metrics Service answers). Afterwards the release is rolled back to the single Redis (pod 0
 reopens its volume, the log as it was) and the extra pods' claims are deleted, so later tests see the
 release as `make kind-up` installed it.
@@ -186,13 +186,13 @@ def test_redis_primary_lost_twice_under_load_with_replicas_and_sentinels(
     assert str(meta.epoch) == replicated_redis.epoch, f"a new epoch: {replicated_redis.epoch} -> {meta}"
     assert meta.counters.get("tail_losses", 0) == 0, meta
     still = kube.driver()
-    counters = aggregator_counters(("sparkwire_aggregator_tail_losses_total",
-                                    "sparkwire_aggregator_not_replicated_total",
-                                    "sparkwire_aggregator_batches_republished_total"))
+    counters = aggregator_counters(("sparkwire_job_tail_losses_total",
+                                    "sparkwire_job_not_replicated_total",
+                                    "sparkwire_job_batches_republished_total"))
     kube.note(f"aggregator counters ({'same' if still and still.metadata.uid == driver.metadata.uid else 'new'} "
               f"driver): {counters}")
     if isinstance(counters, dict):
-        assert counters.get("sparkwire_aggregator_tail_losses_total", 0) == 0, counters
+        assert counters.get("sparkwire_job_tail_losses_total", 0) == 0, counters
     # After the shutdown the kubelet restarts the container at once, within the Sentinels' down-after: it
     # comes back as the primary (start-redis.sh's quick restart, from its fsynced AOF) or, when it took
     # longer, the Sentinels have failed over and it follows the new one. Both are right; said here.
@@ -234,9 +234,9 @@ def test_a_node_with_the_redis_primary_a_gateway_and_the_driver_lost_under_load(
         meta = link.meta(replicated_redis.stream)
         assert str(meta.epoch) == replicated_redis.epoch, f"a new epoch: {replicated_redis.epoch} -> {meta}"
         assert meta.counters.get("tail_losses", 0) == 0, meta
-        counters = aggregator_counters(("sparkwire_aggregator_tail_losses_total",))
+        counters = aggregator_counters(("sparkwire_job_tail_losses_total",))
         if isinstance(counters, dict):
-            assert counters.get("sparkwire_aggregator_tail_losses_total", 0) == 0, counters
+            assert counters.get("sparkwire_job_tail_losses_total", 0) == 0, counters
         progress(f"node {victim} lost: failover after {loss.failover_s:.0f} s, NotReady after "
                  f"{loss.not_ready_s:.0f} s; {sum(c.client.stats().reconnects for c in clients)} client reconnects")
     finally:

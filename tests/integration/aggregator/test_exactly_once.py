@@ -192,7 +192,7 @@ def test_bounded_run_with_duplicates_and_malformed_records_commits_exactly_the_e
     assert metrics["sparkwire_aggregator_malformed_records_total"] == len(malformed)
     assert metrics["sparkwire_aggregator_duplicate_events_dropped_total"] == len(duplicates)
     assert metrics["sparkwire_sink_records_committed_total"] == len(expected)
-    assert metrics['sparkwire_aggregator_kafka_offsets_behind{query="sparkwire-aggregate"}'] == 0  # all read
+    assert metrics['sparkwire_job_kafka_offsets_behind{query="sparkwire-aggregate"}'] == 0  # all read
     dead = consume_all(pipeline.kafka.bootstrap, pipeline.dead_letter_topic, len(malformed))
     assert sorted(v.decode() for v in dead) == sorted(malformed)
     assert wait_exit(run, 5) == 0, "SIGTERM is a clean stop"

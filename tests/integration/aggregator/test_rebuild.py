@@ -118,8 +118,8 @@ def test_log_wiped_by_flushall_and_by_a_restart_without_aof_is_rebuilt_under_a_l
     assert report.ok, report.summary() + "\n" + run.log_tail(40)
     assert meta.last_seq == len(expected) and seq_at_flush < seq_at_restart < len(expected)
     assert meta.counters.get("rebuilds") == 1 and "history_lost" not in meta.counters
-    assert metrics['sparkwire_aggregator_rebuilds_total{outcome="complete"}'] == 2
-    assert metrics.get("sparkwire_aggregator_rebuild_unavailable_total", 0) == 0
+    assert metrics['sparkwire_job_rebuilds_total{outcome="complete"}'] == 2
+    assert metrics.get("sparkwire_job_rebuild_unavailable_total", 0) == 0
     # The late events went past Spark's watermark and were dropped by the sink (the case the rebuild must match).
     assert metrics["sparkwire_aggregator_late_events_total"] > 20
     assert len(pipeline.runs) == 1  # both rebuilds ran inside the running aggregator, which never exited
@@ -219,8 +219,8 @@ def test_sparkwire_rebuild_by_hand_and_past_kafkas_retention(pipeline: Pipeline)
     pipeline.wait_for_seq(len(kept) + 1)
     metrics = scrape(pipeline.metrics_port)
     restarted.stop(timeout=60)
-    assert metrics["sparkwire_aggregator_rebuild_unavailable_total"] == 1
-    assert metrics['sparkwire_aggregator_rebuilds_total{outcome="partial"}'] == 1
+    assert metrics["sparkwire_job_rebuild_unavailable_total"] == 1
+    assert metrics['sparkwire_job_rebuilds_total{outcome="partial"}'] == 1
     meta = reader.meta()
     assert (meta.counters["history_lost"], meta.counters["history_lost_before_ms"]) == (1, bound)
     entries = list(reader.iter_all())
