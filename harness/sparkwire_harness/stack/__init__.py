@@ -6,7 +6,7 @@ from __future__ import annotations
 from sparkwire.paths import cache_dir, repo_root
 
 from .committer import Committer
-from .gateway_process import GatewayProcess, http_status
+from .gateway_process import GatewayProcess, MetricNotFoundError, http_status, metric_value
 from .kafka_broker import KafkaBroker
 from .kafka_cluster import KafkaCluster, KafkaNode
 from .nginx import NginxBalancer as NginxBalancer
@@ -23,6 +23,7 @@ __all__ = [
     "KafkaCluster",
     "KafkaNode",
     "ManagedProcess",
+    "MetricNotFoundError",
     "ProcessDiedError",
     "ReadyTimeoutError",
     "RedisServer",
@@ -34,6 +35,7 @@ __all__ = [
     "free_port",
     "http_status",
     "kafka_libs_dir",
+    "metric_value",
     "repo_root",
     "spark_connector_jars",
 ]

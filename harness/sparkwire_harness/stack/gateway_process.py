@@ -1,11 +1,17 @@
-"""A real gateway (``sparkwire gateway`` under uvicorn) as a child process on a free port."""
+"""A real gateway (``sparkwire gateway`` under uvicorn) as a child process on a free port, and reading one
+metric of its ``/metrics``."""
 
 from __future__ import annotations
 
+import difflib
+import re
 import sys
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
 
 from .ports import free_port
 from .process import ManagedProcess
@@ -57,7 +63,76 @@ class GatewayProcess:
         with urllib.request.urlopen(f"{self.http}/metrics", timeout=5) as response:
             return str(response.read().decode())
 
-    def metric(self, name: str) -> float:
-        """The sum of every sample of ``name`` (all label sets)."""
-        return sum(float(line.rpartition(" ")[2]) for line in self.metrics_text().splitlines()
-                   if line.startswith(name) and not line.startswith("#"))
+    def metric(self, selector: str, *, default: float | None = None) -> float:
+        """The value of ``selector`` in this gateway's ``/metrics``: see ``metric_value``."""
+        return metric_value(self.metrics_text(), selector, default=default)
+
+
+class MetricNotFoundError(LookupError):
+    """``/metrics`` has no sample for a selector (and no default was allowed for it)."""
+
+
+_SELECTOR = re.compile(r"(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(?P<labels>.*)\})?")
+_LABEL = re.compile(r'\s*(?P<key>[a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"(?P<value>(?:[^"\\]|\\.)*)"\s*(?:,|$)')
+# Sample names a `# TYPE <name> histogram|summary` line declares besides <name> itself.
+_SERIES_SUFFIXES = ("_bucket", "_count", "_sum")
+
+
+def parse_selector(selector: str) -> tuple[str, dict[str, str]]:
+    """``name`` or ``name{label="value",...}`` -> (name, labels); ValueError for anything else (a selector cut
+    short, as ``name{label="value"`` without its brace, would otherwise read as something it is not)."""
+    match = _SELECTOR.fullmatch(selector.strip())
+    if match is None:
+        raise ValueError(f"not a metric selector: {selector!r} (expected name or name{{label=\"value\",...}})")
+    labels: dict[str, str] = {}
+    text = match.group("labels") or ""
+    position = 0
+    while position < len(text):
+        label = _LABEL.match(text, position)
+        if label is None or label.end() == position:
+            raise ValueError(f"bad labels in metric selector {selector!r} at {text[position:]!r}")
+        labels[label.group("key")] = re.sub(r"\\(.)", lambda m: "\n" if m.group(1) == "n" else m.group(1),
+                                            label.group("value"))
+        position = label.end()
+    return match.group("name"), labels
+
+
+def _declared(text: str, name: str) -> bool:
+    """Whether a ``# TYPE`` line of ``text`` declares the sample name ``name``."""
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 4 and parts[:2] == ["#", "TYPE"]:
+            declared = parts[2]
+            if name == declared or (parts[3] in ("histogram", "summary")
+                                    and any(name == declared + suffix for suffix in _SERIES_SUFFIXES)):
+                return True
+    return False
+
+
+def metric_value(text: str, selector: str, *, default: float | None = None) -> float:
+    """The sum of the samples of Prometheus exposition ``text`` whose name is exactly the selector's name and
+    whose labels include the selector's (``name`` sums every label set; ``name{code="4408"}`` those with that
+    label, whatever other labels they have). A selector no sample matches raises ``MetricNotFoundError``:
+    checks such as ``metric(x) >= 0`` must not pass on a metric that is not there. ``default`` is for a caller
+    that reads a sample which may legitimately not exist yet (a labelled counter nothing has incremented): it
+    is returned only when ``text`` declares the metric (its ``# TYPE`` line); a name not declared at all (a
+    typo, a renamed metric) raises even then."""
+    name, labels = parse_selector(selector)
+    samples = [s for family in text_string_to_metric_families(text) for s in family.samples if s.name == name]
+    matching = [s for s in samples if all(s.labels.get(k) == v for k, v in labels.items())]
+    if matching:
+        return float(sum(s.value for s in matching))
+    if not samples and not _declared(text, name):
+        names = {line.split()[2] for line in text.splitlines() if line.startswith("# TYPE ") and len(line.split()) > 2}
+        similar = difflib.get_close_matches(name, sorted(names), n=3, cutoff=0.6)
+        raise MetricNotFoundError(f"{name} is not in /metrics at all (a typo or a renamed metric?); names like it:"
+                                  f" {', '.join(similar) or 'none'}")
+    if default is not None:
+        return default
+    seen = "; ".join(_label_text(s.labels) for s in samples[:10]) or "none yet"
+    raise MetricNotFoundError(f"/metrics declares {name} but has no sample with {_label_text(labels)} (label sets"
+                              f" seen: {seen}); a caller that expects it may not exist yet passes default=")
+
+
+def _label_text(labels: Mapping[str, str]) -> str:
+    return "{" + ",".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}"

@@ -53,7 +53,7 @@ def test_a_client_away_longer_than_the_retention_gets_a_snapshot_and_ends_with_t
 
     try:
         asyncio.run(run())
-        resets = gateway.metric('sparkwire_gateway_resets_total{reason="cursor_too_old"')
+        resets = gateway.metric('sparkwire_gateway_resets_total{reason="cursor_too_old"}')
     finally:
         gateway.stop()
 

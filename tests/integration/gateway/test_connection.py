@@ -50,7 +50,7 @@ def test_no_position_gets_a_snapshot_then_live(
     assert received.welcome is not None and received.welcome["reset"] == "no_position"
     assert received.snapshot_seq == 50
     assert received.seqs == list(range(51, 61))
-    assert gateway.metric('sparkwire_gateway_resets_total{reason="no_position"') >= 1
+    assert gateway.metric('sparkwire_gateway_resets_total{reason="no_position"}') >= 1
 
 
 def test_a_cursor_from_another_epoch_or_beyond_the_head_is_reset_by_snapshot(

@@ -21,8 +21,8 @@ def snapshot_done(conversation: SseConversation) -> bool:
     return any(frame["type"] == "snapshot" and not frame.get("more") for frame in conversation.frames)
 
 
-def closes(gateway: GatewayProcess, code: int) -> float:
-    return gateway.metric(f'sparkwire_gateway_closes_total{{code="{code}"}}')
+def closes(gateway: GatewayProcess, code: int, default: float | None = None) -> float:
+    return gateway.metric(f'sparkwire_gateway_closes_total{{code="{code}"}}', default=default)
 
 
 def no_connections(gateway: GatewayProcess) -> None:
@@ -106,7 +106,7 @@ def test_what_the_pod_refuses_is_a_close_event_and_frames_for_no_connection_a_40
             lost = await http.post(f"{gateway.http}/sse/frames", params={"connection": "0" * 32}, content="{}")
         return unknown.close, bad_hello.close, lost.status_code
 
-    refused_before = closes(gateway, 4404)
+    refused_before = closes(gateway, 4404, default=0)  # none yet on a fresh gateway: no sample for the code
     unknown, bad_hello, lost = asyncio.run(run())
     assert unknown == {"code": 4404, "reason": "stream 'not-served-here' is not served here"}
     assert closes(gateway, 4404) == refused_before + 1, "a refusal is counted as over a WebSocket"
