@@ -43,9 +43,12 @@ GATEWAY_DUPLICATES = Counter(
     "Entries not sent because the connection had already sent their seq (replay/live overlap)", ["stream"],
 )
 GAPS_DETECTED = Counter("sparkwire_gateway_gaps_detected", "Holes in seq seen by the gateway", ["stream"])
+# Under the gateway's prefix although the writers count it: the gateway reads it from the log (sparkwire_sink_*
+# is what the Spark jobs export themselves).
 SINK_DUPLICATES = Gauge(
-    "sparkwire_sink_duplicates_suppressed_in_log",
-    "duplicates_suppressed from the stream's meta hash (results the sink refused to append twice)", ["stream"],
+    "sparkwire_gateway_log_duplicates_suppressed",
+    "duplicates_suppressed from the stream's meta hash, as the gateway reads it (results the writers refused to "
+    "append twice)", ["stream"],
 )
 CLIENT_DUPLICATES = Counter(
     "sparkwire_client_reported_duplicates", "Duplicates clients report having dropped, from their acks", ["stream"]
