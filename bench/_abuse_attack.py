@@ -407,7 +407,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--max-in-flight", type=int, default=2_000)
     parser.add_argument("--progress", required=True)
     parser.add_argument("--progress-seconds", type=float, default=5.0)
-    parser.add_argument("--pings", type=int, default=2_000, help="pings per flood (issue 39: SSE closed at 18)")
+    parser.add_argument("--pings", type=int, default=2_000,
+                        help="pings per flood (far past 18, where an SSE flood once closed)")
     args = parser.parse_args(argv)
     target = Target(args.port, args.stream, os.environ["SPARKWIRE_AUTH_SECRET"], args.hello_timeout_s,
                     args.header_timeout_s, args.pings)

@@ -9,7 +9,6 @@ import os
 import platform
 import resource
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -125,18 +124,6 @@ def machine_info(client: redis.Redis) -> dict[str, str]:
         "python": platform.python_version(),
         "os": platform.platform(),
     }
-
-
-def git_revision(repo: Path, paths: Sequence[str] = ()) -> str:
-    """Short commit of ``repo``, with a note when ``paths`` have uncommitted changes (what actually ran)."""
-    try:
-        head = subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--", *paths],
-                               capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return f"{head} + uncommitted changes in {', '.join(paths) or 'the tree'}" if dirty else head
 
 
 def process_cpu_seconds(pid: int) -> float:

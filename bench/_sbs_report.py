@@ -1,5 +1,5 @@
 """The side-by-side section of docs/benchmarks.md: every figure of every server with its ratio to the
-centrifuge peer, and the aims of issue 10 marked met or not met from the numbers themselves."""
+centrifuge peer, and its aims marked met or not met from the numbers themselves."""
 
 from __future__ import annotations
 
@@ -26,7 +26,6 @@ class Context:
     wall: float
     load_before: tuple[float, float, float]
     load_after: tuple[float, float, float]
-    revision: str  # taken when the run starts: what ran, not what was committed while it ran
 
 
 def _num(value: float, digits: int = 0) -> str:
@@ -102,7 +101,7 @@ def _verdict(ok: bool | None) -> str:
 
 
 def aims(phases: Sequence[Phase], idles: Sequence[Idle]) -> list[str]:
-    """The aims of issue 10, each computed from the tables (so the text stays true)."""
+    """The aims, each computed from the tables (so the text stays true)."""
     mine = [p for p in phases if p.server == "sparkwire"]
 
     def find(pred: Callable[[Phase], bool]) -> list[Phase]:
@@ -112,7 +111,7 @@ def aims(phases: Sequence[Phase], idles: Sequence[Idle]) -> list[str]:
     large = find(lambda p: p.clients == max((q.clients for q in mine), default=0) and p.clients >= 10_000)
     single = [p for p in mine if p.rate == min(q.rate for q in mine)] if mine else []
     mem = next((m for m in idles if m.server == "sparkwire" and m.clients == 1000), None)
-    out = ["### Against the aims of issue 10", ""]
+    out = ["### Against the aims", ""]
     ok = all(p.seen.latency_ms(0.99) <= LATENCY_AIM_MS for p in small) if small else None
     out.append(f"- p99 ≤ {LATENCY_AIM_MS:.0f} ms at 1,000 clients on one pod: {_verdict(ok)}"
                + "".join(f"; {p.rate}/s: p99 {_num(p.seen.latency_ms(0.99), 1)} ms" for p in small) + ".")
@@ -157,7 +156,7 @@ def render(ctx: Context, idles: Sequence[Idle], phases: Sequence[Phase], kills: 
         "- **naive pub/sub** (`bench/peers/naive_pubsub.py`): Starlette on uvicorn broadcasting one Redis pub/sub",
         "  channel, one `PUBLISH` per batch; no history, no resume: the floor that shows what exactly-once costs.",
         "",
-        f"Run {ctx.date}, {ctx.wall / 60:.1f} min wall time, code {ctx.revision}. Reproduce with (`make bench-peers`):",
+        f"Run {ctx.date}, {ctx.wall / 60:.1f} min wall time. Reproduce with (`make bench-peers`):",
         "",
         "```sh",
         f"flock /tmp/sparkwire-heavy.lock {ctx.command}",

@@ -10,7 +10,7 @@ from _spark_rates import DRIVER_MEMORY, RateVerdict, Rendered, RunSpec, per_wind
 
 THROUGHPUT_AIM = 100_000
 DELAY_MS, TRIGGER_MS = 5_000, 500  # the job's defaults, which the latency run uses
-CLOSE_AIM_MS = DELAY_MS + 1_000  # issue 19, item 3: window close -> render <= watermark delay + 1 s (p50)
+CLOSE_AIM_MS = DELAY_MS + 1_000  # aim: window close -> render <= watermark delay + 1 s (p50)
 
 
 def _ms(values: Sequence[float], q: float) -> str:
@@ -26,7 +26,7 @@ def _rate_rows(verdicts: Sequence[RateVerdict], labels: Sequence[str]) -> list[s
     ]
 
 
-def render(*, args: argparse.Namespace, date: str, wall: float, info: dict[str, str], revision: str, command: str,
+def render(*, args: argparse.Namespace, date: str, wall: float, info: dict[str, str], command: str,
            load: tuple[tuple[float, ...], tuple[float, ...]], count: int, produce_s: float,
            verdicts: Sequence[RateVerdict], best: RateVerdict | None, check: tuple[RunSpec, bool, str, float],
            rendered: Sequence[Rendered], producer_cpu: float) -> str:
@@ -49,7 +49,7 @@ def render(*, args: argparse.Namespace, date: str, wall: float, info: dict[str, 
         "by `bench/spark_throughput.py` (method in its docstring).",
         "",
         *reproduce_lines(date, wall, f"flock /tmp/sparkwire-heavy.lock {command}"),
-        f"- Code: {revision}. Machine: {info['nproc']} CPUs ({info['cpu']}), {info['ram']} RAM, {info['os']}; "
+        f"- Machine: {info['nproc']} CPUs ({info['cpu']}), {info['ram']} RAM, {info['os']}; "
         f"Redis {info['redis']}. Spark `local[2]` with a "
         f"{DRIVER_MEMORY} driver heap: driver, executors and Kafka share the 2 CPUs.",
         f"- Load average {before[0]:.2f} / {before[1]:.2f} / {before[2]:.2f} before, {after[0]:.2f} / "
@@ -114,7 +114,7 @@ def render(*, args: argparse.Namespace, date: str, wall: float, info: dict[str, 
         "to window ends: a window reaches the client about delay + the wait for the next batch (up to the",
         "interval) + one batch after its end.",
         "",
-        "### Against the aims of issues 10 and 19",
+        "### Against the aims",
         "",
     ]
     rate = best.rate if best else 0

@@ -39,7 +39,6 @@ from typing import cast
 
 from _common import (
     emit_section,
-    git_revision,
     int_list,
     machine_info,
     raise_open_files,
@@ -49,7 +48,7 @@ from _fanout_report import SECTION, render
 from _fanout_shared import STREAM
 
 from sparkwire.replaylog.keys import StreamKeys
-from sparkwire_harness.stack import Committer, RedisServer, repo_root
+from sparkwire_harness.stack import Committer, RedisServer
 
 PAYLOAD_BYTES = 100
 POOL_VARIANT = "max_connections=10000"
@@ -108,8 +107,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     load_before = os.getloadavg()
     wall_start = time.monotonic()
     date = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    revision = git_revision(repo_root(), ["services/sparkwire/gateway", "services/sparkwire/replaylog",
-                                          "harness/sparkwire_harness/stack"])
     memories: list[Memory] = []
     phases: list[Phase] = []
     workers = Workers(args.workers)
@@ -132,7 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     entry_bytes = len(f'{{"seq":{committer.committed},"processingId":"pid-{committer.committed:08d}","key":"k1",'
                       f'"data":{payload},"commitMs":{int(time.time() * 1000)},"digest":"{"0" * 16}"}}')
     section = render(args, command, info, memories, phases, payload, entry_bytes, load_before, os.getloadavg(),
-                     time.monotonic() - wall_start, date, revision)
+                     time.monotonic() - wall_start, date)
     emit_section(args.output, SECTION, section)
     return 0 if all(p.exactly_once for p in phases) else 1
 

@@ -1,6 +1,6 @@
 """Side by side, in one run: sparkwire's gateway, a peer on the Centrifugo engine (centrifuge with its
 Redis broker, history and recovery) and a naive Redis pub/sub broadcaster, under the same load from one
-compiled load generator; the results go into a marked section of docs/benchmarks.md (issue 10).
+compiled load generator; the results go into a marked section of docs/benchmarks.md.
 
 Per client count (1k, 5k, 10k) the servers run one after the other (the order rotates per count), each
 pinned to CPU 0 with the load generator on CPU 1: idle memory per connection and connect time, then one
@@ -25,7 +25,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from _common import emit_section, git_revision, int_list, machine_info, raise_open_files
+from _common import emit_section, int_list, machine_info, raise_open_files
 from _loadgen import GoLoadGen
 from _sbs_measure import Idle, Kill, Phase, run_kill, run_server
 from _sbs_report import SECTION, Context, render
@@ -96,7 +96,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     load_before = os.getloadavg()
     started = time.monotonic()
     date = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    revision = git_revision(repo_root(), ["services", "harness", "bench"])
     idles: list[Idle] = []
     phases: list[Phase] = []
     kills: list[Kill] = []
@@ -129,7 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         finally:
             loadgen.close()
     context = Context(args=args, command=command, info=info, date=date, wall=time.monotonic() - started,
-                      load_before=load_before, load_after=os.getloadavg(), revision=revision)
+                      load_before=load_before, load_after=os.getloadavg())
     section = render(context, idles, phases, kills)
     emit_section(args.output, SECTION, section)
     return 0

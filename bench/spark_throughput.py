@@ -1,4 +1,4 @@
-"""Spark throughput (issue 10, item 4): the real aggregator on this machine, its sustained input rate and
+"""Spark throughput: the real aggregator on this machine, its sustained input rate and
 the latency from a window's close to a client rendering its result.
 
 Starts its own Kafka broker and ``redis-server`` (AOF, ``appendfsync always``) in a temporary directory.
@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import redis
-from _common import emit_section, git_revision, machine_info, process_cpu_seconds
+from _common import emit_section, machine_info, process_cpu_seconds
 from _spark_rates import (
     DRIVER_MEMORY,
     Batch,
@@ -245,7 +245,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     from _spark_report import render  # the report's wording, apart from the measuring
 
     text = render(args=args, date=date, wall=time.monotonic() - started, info=info,
-                  revision=git_revision(REPO, ["services/sparkwire/aggregator", "bench"]),
                   command=shlex.join([".venv/bin/python", "bench/spark_throughput.py", *argv]),
                   load=(load_before, os.getloadavg()), count=count, produce_s=produce_s, verdicts=verdicts,
                   best=best, check=(check, ok, summary, took), rendered=rendered,
