@@ -17,7 +17,7 @@ import pytest
 
 from sparkwire.paths import cache_dir
 
-from .conftest import CHART, REPO, load_yaml, pom_spark_version, pyspark_pin
+from .conftest import CHART, REPO, load_yaml, pom_spark_version, pyspark_pin, unavailable
 
 GATEWAY = REPO / "images" / "gateway" / "Dockerfile"
 AGGREGATOR = REPO / "images" / "aggregator" / "Dockerfile"
@@ -175,7 +175,7 @@ def test_aggregator_image() -> None:
 
 def test_entry_file_is_the_charts_main_application_file() -> None:
     if not (CHART / "values.yaml").is_file():
-        pytest.skip("the sparkwire chart is not there yet")
+        unavailable(f"the sparkwire chart is not there ({CHART})")
     values = load_yaml(CHART / "values.yaml")
     assert values["aggregator"]["mainApplicationFile"] == f"local://{ENTRY_FILE}"
 
@@ -303,10 +303,11 @@ def test_connector_jars_do_not_duplicate_sparks_own() -> None:
     try:
         import pyspark
     except ImportError:
-        pytest.skip("pyspark is not installed in this environment")
+        unavailable("pyspark is not installed in this environment: run `make setup`")
     spark_jars = Path(pyspark.__file__).parent / "jars"
     if not any(resolved.glob("*.jar")) or not spark_jars.is_dir():
-        pytest.skip("run `make setup` (resolves .cache/spark-jars from infra/maven/spark-kafka/pom.xml)")
+        unavailable(f"no Spark connector jars in {resolved} or no jars in {spark_jars}: run `make setup` (resolves"
+                    " the connector's from infra/maven/spark-kafka/pom.xml)")
 
     def artifact(jar: Path) -> str:
         return re.sub(r"-\d+(\.\d+)+([.-][\w.]+)?$", "", jar.stem)

@@ -11,7 +11,17 @@ from typing import Any
 import pytest
 from jsonschema import Draft7Validator
 
-from .conftest import CHART, K8S_CACHE, REPO, SKAFFOLD, helm_template, load_yaml, require_chart, value_at
+from .conftest import (
+    CHART,
+    K8S_CACHE,
+    REPO,
+    SKAFFOLD,
+    helm_template,
+    load_yaml,
+    require_chart,
+    unavailable,
+    value_at,
+)
 
 API_VERSION = "skaffold/v4beta14"
 SCHEMAS = K8S_CACHE / "schemas"
@@ -33,7 +43,7 @@ def skaffold_schema() -> tuple[dict[str, Any], str]:
     name = "skaffold-v4beta14.json"
     path = SCHEMAS / name
     if not path.is_file():
-        pytest.skip(f"no skaffold JSON schema in {SCHEMAS}: run `bash infra/k8s-tools.sh`")
+        unavailable(f"no skaffold JSON schema in {SCHEMAS}: run `bash infra/k8s-tools.sh`")
     return json.loads(path.read_text()), name
 
 

@@ -23,6 +23,7 @@ from .conftest import (
     load_all_yaml,
     load_yaml,
     require_helm,
+    unavailable,
     value_at,
 )
 
@@ -41,7 +42,7 @@ def operator_chart() -> Path:
     cache = cache or os.path.join(os.path.expanduser("~"), "go", "pkg", "mod")
     chart = Path(cache) / MODULE / "charts" / "spark-operator-chart"
     if not (chart / "Chart.yaml").is_file():
-        pytest.skip(f"{MODULE} not in the Go module cache ({chart}): run `bash infra/k8s-tools.sh`")
+        unavailable(f"{MODULE} not in the Go module cache ({chart}): run `bash infra/k8s-tools.sh`")
     return chart
 
 
