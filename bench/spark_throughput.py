@@ -113,7 +113,7 @@ class Bench:
         return aggregate_batches(process.log_path.read_text(errors="replace").splitlines())
 
     def batches_for(self, spec: RunSpec) -> int:
-        return self.args.batches if spec.trigger_ms <= 2000 else self.args.long_batches
+        return int(self.args.batches if spec.trigger_ms <= 2000 else self.args.long_batches)
 
     def run_rate(self, topic: str, spec: RunSpec) -> RateVerdict:
         """One aggregator reading the backlog at ``spec.rate`` until enough batches are measured."""
