@@ -1,7 +1,7 @@
 """A team's own jobs watched as the built-in aggregator is (issue 40): per-job alerts (driver down, Kafka lag,
 slow commits) checked by promtool over synthetic series; a runbook_url on every alert, anchored at its name in
 docs/operations.md; the dashboard's job and stream variables; the `helm test` pod that asks the gateway for
-/readyz; Chart.yaml's Artifact Hub metadata."""
+/readyz and reads a stream with a token it mints; Chart.yaml's Artifact Hub metadata."""
 
 from __future__ import annotations
 
@@ -129,8 +129,17 @@ def test_helm_test_asks_the_gateway_service_for_readiness(values: Path | None) -
     gateway = find(objects, "Deployment")["spec"]["template"]["spec"]["containers"][0]
     assert container["image"] == gateway["image"], "the gateway's own image: nothing more to pull"
     service = find(objects, "Service", f"{FULLNAME}-gateway")
-    url = f"http://{FULLNAME}-gateway.{NAMESPACE}.svc:{service['spec']['ports'][0]['port']}/readyz"
-    assert url in container["args"]
+    base = f"http://{FULLNAME}-gateway.{NAMESPACE}.svc:{service['spec']['ports'][0]['port']}"
+    script, *arguments = container["args"]
+    assert arguments[:2] == [base, "metrics"] and "/readyz" in script and "/snapshot?stream=" in script
+    # With authentication on, it mints a token from the gateways' own secret (and checks 401 without one).
+    secret = {e["name"]: e for e in container.get("env", [])}.get("SPARKWIRE_AUTH_SECRET")
+    gateway_env = {e["name"]: e for e in gateway["env"]}
+    if "SPARKWIRE_AUTH_SECRET" in gateway_env:
+        assert secret is not None and secret["valueFrom"] == gateway_env["SPARKWIRE_AUTH_SECRET"]["valueFrom"]
+        assert "issue_token" in script
+    else:
+        assert secret is None
     assert pod["spec"]["restartPolicy"] == "Never"
     assert container["securityContext"]["readOnlyRootFilesystem"] is True
 
