@@ -41,6 +41,20 @@ def test_blackhole_reset_and_cut_between_a_client_and_redis(toxiproxy: Toxiproxy
     assert client.get("chaos-links") == b"x" * 200
 
 
+def test_a_restart_drops_every_toxic_and_keeps_every_proxy_on_its_port(
+    toxiproxy: Toxiproxy, redis_server: RedisServer,
+) -> None:
+    """The way out of a wedged API (``remove_all``): the link works again, on the same port, untoxic."""
+    port = toxiproxy.create_proxy("redis", redis_server.port)
+    client = redis_lib.Redis(port=port, socket_timeout=1.0, socket_connect_timeout=1.0)
+    toxiproxy.add_fault("redis", "hole", "blackhole", {})
+    with pytest.raises(redis_lib.TimeoutError):
+        client.ping()
+    toxiproxy.restart()
+    assert toxiproxy.listen_ports["redis"] == port and toxiproxy.restarts == 1
+    assert client.ping()  # the old connection died with the old server; a new one passes
+
+
 def test_a_kafka_client_bootstrapped_on_the_proxy_is_sent_back_to_it(toxiproxy: Toxiproxy, tmp_path: Path) -> None:
     kafka = ProxiedKafkaBroker(tmp_path / "kafka", proxy_port=free_port())
     with kafka:

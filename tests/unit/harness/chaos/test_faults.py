@@ -16,7 +16,7 @@ import pytest
 from sparkwire_harness.chaos import faults
 from sparkwire_harness.chaos.faults import NetworkFault, Targets, apply
 from sparkwire_harness.chaos.schedule import Fault
-from sparkwire_harness.chaos.toxiproxy import Toxiproxy, ToxiproxyError, remove_all
+from sparkwire_harness.chaos.toxiproxy import Toxiproxy, ToxiproxyError, ToxiproxyRestarted, remove_all
 
 
 class FakeToxiproxy:
@@ -36,6 +36,9 @@ class FakeToxiproxy:
 
     def remove(self, proxy: str, names: list[str]) -> None:
         self.toxics.get(proxy, set()).difference_update(names)
+
+    def restart(self) -> None:
+        raise AssertionError("no removal failed: no restart")
 
 
 def targets_with(toxiproxy: FakeToxiproxy) -> Targets:
@@ -65,15 +68,30 @@ def test_a_network_fault_is_healed_after_its_duration(monkeypatch: pytest.Monkey
     assert all(not names for names in toxiproxy.toxics.values()) and len(toxiproxy.toxics) == 3
 
 
-def test_remove_all_removes_the_later_proxies_when_an_earlier_removal_fails() -> None:
+def test_a_removal_that_keeps_failing_restarts_toxiproxy_after_trying_every_proxy() -> None:
     removed: list[str] = []
+    restarts: list[int] = []
 
-    class Failing:
+    class Stalled:
         def remove(self, proxy: str, names: list[str]) -> None:
             if proxy == "a":
-                raise ToxiproxyError("DELETE /proxies/a/toxics/x: 500 stalled")
+                raise ToxiproxyError("DELETE /proxies/a/toxics/x: 503 Timeout")
             removed.append(proxy)
 
-    with pytest.raises(ToxiproxyError, match="stalled"):
-        remove_all(cast(Toxiproxy, Failing()), [("a", ["x"]), ("b", ["x"]), ("c", ["x"])])
-    assert removed == ["b", "c"]
+        def restart(self) -> None:
+            restarts.append(1)
+
+    with pytest.raises(ToxiproxyRestarted, match="503 Timeout"):
+        remove_all(cast(Toxiproxy, Stalled()), [("a", ["x"]), ("b", ["x"]), ("c", ["x"])])
+    assert removed == ["b", "c"] and restarts == [1]
+
+
+def test_removed_cleanly_no_restart() -> None:
+    class Fine:
+        def remove(self, proxy: str, names: list[str]) -> None:
+            pass
+
+        def restart(self) -> None:
+            raise AssertionError("restarted")
+
+    remove_all(cast(Toxiproxy, Fine()), [("a", ["x"])])
