@@ -138,12 +138,55 @@ def test_sessions_keep_their_subject_and_last_ack(
         issued = [ConnectRecord("s1", unique_name, "alice", 1), ConnectRecord("s2", unique_name, "", 1)]
         await sessions.connected(issued, pod="pod-a", ttl_seconds=60)
         assert await sessions.lookup([("s1", unique_name), ("s2", unique_name)]) == [("alice", None), ("", None)]
-        position = SessionPosition("e1", 7, duplicates=1, gaps=2)
+        position = SessionPosition("e1", 7, duplicates=1, gaps=2, digest="0123456789abcdef")
         await sessions.write([AckRecord("s1", unique_name, position, 2, "alice", True)], pod="pod-b", ttl_seconds=60)
         assert await sessions.lookup([("s1", unique_name), ("s1", unique_name + "-other"), ("s2", unique_name)]) == [
             ("alice", position), (None, None), ("", None)]
         assert await sessions.lookup([]) == []
         await store.backend.ping()
         assert (await store.backend.replication()).role == "master"
+
+    run(make_store, check)
+
+
+def test_the_entry_at_the_head_comes_with_each_follow_and_a_snapshot_names_its_entry(
+    make_store: Callable[[], AsyncIterator[Store]], unique_name: str
+) -> None:
+    async def check(store: Store) -> None:
+        log = store.backend.stream(unique_name)
+        assert await log.follow_after(0, 10, 50) == (None, [])
+        assert (await log.snapshot()).digest is None  # nothing committed: no entry at seq 0
+        await store.commit(records(1, 5))
+        held, entries = await log.follow_after(3, 10, 50)
+        assert held is not None and (held.seq, held.processing_id) == (3, "pid-0003")
+        assert [e.seq for e in entries] == [4, 5]
+        snapshot = await log.snapshot()
+        [head] = await log.read_after(4, 1)
+        assert snapshot.seq == 5 and snapshot.digest == head.digest
+
+    run(make_store, check)
+
+
+def test_a_rewind_is_declared_once_only_where_the_log_lacks_what_the_reader_saw(
+    make_store: Callable[[], AsyncIterator[Store]], unique_name: str
+) -> None:
+    """declare_rewind.lua on Redis (its SHA-1 digest in Lua must be the reader's in Python), and memory."""
+    async def check(store: Store) -> None:
+        log = store.backend.stream(unique_name)
+        await store.commit(records(1, 5))
+        epoch = (await log.meta()).epoch
+        [fifth] = await log.read_after(4, 1)
+        # The log holds what the reader saw (with or without a digest): nothing happens.
+        assert await log.declare_rewind(epoch, 5, fifth.digest) == ("intact", epoch)
+        assert await log.declare_rewind(epoch, 3, "") == ("intact", epoch)
+        # Another entry at that seq (what a reader saw elsewhere): a new epoch, the entries kept.
+        status, new = await log.declare_rewind(epoch, 5, "0123456789abcdef")
+        assert status == "declared" and new != epoch and (await log.meta()).epoch == new
+        assert [e.seq for e in await log.read_after(0, 10)] == [1, 2, 3, 4, 5]
+        # Every other reader of the old epoch, or a retry, finds it moved and changes nothing.
+        assert await log.declare_rewind(epoch, 9, "") == ("moved", new)
+        # A log that ends before what a reader saw went back.
+        status, newer = await log.declare_rewind(new, 9, "")
+        assert status == "declared" and newer not in (epoch, new)
 
     run(make_store, check)
