@@ -115,8 +115,7 @@ async def _verify(hub: StreamHub, plan: StartPlan, admission: Admission) -> Star
               else stored.digest if plan.position_from == "session" and stored is not None else None)
     if plan.mode != "resume" or not plan.after_seq or not digest:
         return plan
-    found = await hub.log.read_after(plan.after_seq - 1, 1)
-    return verify_resume(plan, digest, found[0] if found else None)
+    return verify_resume(plan, digest, await hub.entry_at(plan.after_seq))
 
 
 async def _send(websocket: FrameSocket, wire: Transport, frames: list[str]) -> None:

@@ -55,6 +55,7 @@ class StreamHub:
         # Connections' reads, shared by the handshakes that ask together (``batched``).
         self._meta_reads: Batched[None, StreamMeta] = shared(log.meta)
         self._snapshot_reads: Batched[None, EncodedSnapshot] = shared(self._read_snapshot)
+        self._entry_reads: Batched[int, Entry | None] = Batched(self._read_entries_at)
 
     @property
     def stream(self) -> str:
@@ -89,6 +90,19 @@ class StreamHub:
         that asked while the previous read was out."""
         encoded = await self._snapshot_reads(None)
         return encoded.snapshot, encoded.frames(max_frame_bytes)
+
+    async def entry_at(self, seq: int) -> Entry | None:
+        """The log's entry at ``seq`` (None if it holds none), read after this call from the log, never the ring:
+        what a resuming connection's digest is checked against. Clients resuming together (most at the same
+        seq, the head) share the reads."""
+        return await self._entry_reads(seq)
+
+    async def _read_entries_at(self, seqs: list[int]) -> list[Entry | None]:
+        distinct = sorted(set(seqs))
+        found = await asyncio.gather(*(self.log.read_after(seq - 1, 1) for seq in distinct))
+        held = {seq: entries[0] for seq, entries in zip(distinct, found, strict=True)
+                if entries and entries[0].seq == seq}
+        return [held.get(seq) for seq in seqs]
 
     async def _read_snapshot(self) -> EncodedSnapshot:
         return EncodedSnapshot(await self.log.snapshot())
