@@ -10,6 +10,7 @@ with other values) from the log the position was taken in; the digest can.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Literal
 
 from sparkwire.gateway.recovery import StartPlan
 from sparkwire.replaylog.model import Entry
@@ -32,12 +33,24 @@ def verify_resume(plan: StartPlan, digest: str | None, held: Entry | None) -> St
     return plan
 
 
-def rewound(head_seq: int, head_digest: str, last_seq: int, held: Entry | None) -> bool:
-    """Whether the log went back under a reader whose last entry read was ``head_seq`` (digest ``head_digest``,
-    ``""`` if unknown), in the same epoch: its ``last_seq`` is now below that seq, or it holds another entry
-    there (``held``: the log's entry at ``head_seq``, None if it holds none, e.g. trimmed)."""
+HeadVerdict = Literal["intact", "behind", "rewound"]
+
+
+def head_verdict(head_seq: int, head_digest: str, last_seq: int, held: Entry | None, *, behind_for_s: float,
+                 wait_s: float) -> HeadVerdict:
+    """What became of the last entry a reader read (``head_seq``, digest ``head_digest``, ``""`` if unknown) in a
+    log of the same epoch that now ends at ``last_seq`` and holds ``held`` at ``head_seq`` (None if nothing).
+
+    ``"rewound"``: the log holds another entry there — it went back and was written again (a lagging replica
+    promoted, the writer's re-run with other values) — or it has ended before that seq for ``wait_s`` already.
+    ``"behind"``: it ends before that seq, for less than ``wait_s`` (``behind_for_s`` so far): a promoted replica
+    that holds the batch staged but not its publish gets the very same entries again from the writer within
+    seconds (replay-log.md, mechanism 2); wait, then look again. ``"intact"``: anything else (the same entry, or
+    one that cannot be compared: an unknown digest, a trimmed entry)."""
     if head_seq <= 0:
-        return False
+        return "intact"
     if last_seq < head_seq:
-        return True
-    return bool(head_digest) and held is not None and held.seq == head_seq and held.digest != head_digest
+        return "behind" if behind_for_s < wait_s else "rewound"
+    if head_digest and held is not None and held.seq == head_seq and held.digest != head_digest:
+        return "rewound"
+    return "intact"

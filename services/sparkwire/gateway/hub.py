@@ -11,13 +11,18 @@ from collections import deque
 
 from sparkwire.gateway import metrics
 from sparkwire.gateway.batched import Batched, shared
-from sparkwire.gateway.continuity import rewound
+from sparkwire.gateway.continuity import head_verdict
 from sparkwire.gateway.subscription import EndReason, LiveBatch, LiveEntry, Subscription
 from sparkwire.protocol.server_frames import encode_entry, encode_snapshot
 from sparkwire.replaylog.model import Entry, Snapshot, StreamMeta
 from sparkwire.replaylog.port import UNAVAILABLE, StreamLog
 
 log = logging.getLogger(__name__)
+
+# How long the log may end before the last entry this pod read, in the same epoch, before that is a rewind: a
+# failover to a replica that held the batch staged but not published gets it published again, identically, by
+# the writer within seconds (the same reason as the handshake's CURSOR_AHEAD_WAIT_S, the same length).
+LOG_BEHIND_WAIT_S = 8.0
 
 
 class EncodedSnapshot:
@@ -38,7 +43,7 @@ class EncodedSnapshot:
 
 class StreamHub:
     def __init__(self, log: StreamLog, stream: str, *, ring_size: int, block_ms: int = 1000,
-                 queue_size: int = 256) -> None:
+                 queue_size: int = 256, behind_wait_s: float = LOG_BEHIND_WAIT_S) -> None:
         self.log = log  # followed here; connections read history and snapshots with it
         self._stream = stream
         self.ring: deque[LiveEntry] = deque(maxlen=ring_size)
@@ -48,6 +53,8 @@ class StreamHub:
         self.epoch = ""
         self.head_seq = 0
         self.head_digest = ""  # of the entry at head_seq, when this pod read it ("" after a reset: unknown)
+        self.behind_wait_s = behind_wait_s
+        self._behind_since: float | None = None  # monotonic time the log was first seen ending before head_seq
         self.healthy = False
         self.started = asyncio.Event()
         self._written_through = metrics.WRITTEN_THROUGH.labels(stream=stream)
@@ -185,8 +192,9 @@ class StreamHub:
             metrics.DELIVERY_LATENCY.observe(max(time.time() * 1000 - batch[0].entry.commit_ms, 0) / 1000)
 
     async def _check_head(self, meta: StreamMeta, held: Entry | None = None) -> bool:
-        """Whether the log still holds the last entry this pod read (``continuity.rewound``); if it went back in
-        the same epoch (a lagging replica promoted), a new epoch is declared through the log's own script
+        """Whether the log still holds the last entry this pod read (``continuity.head_verdict``); if it went back
+        in the same epoch (a lagging replica promoted: another entry at that seq, or none for
+        ``behind_wait_s``), a new epoch is declared through the log's own script
         (``declare_rewind.lua``: checked and changed in one call, so pods that see it together declare one
         epoch), and every connection is closed 4409 "stream rewound": they resume with a snapshot. True when
         the hub was reset (another epoch, declared here or found), False when it goes on. ``held``: the entry at
@@ -203,7 +211,17 @@ class StreamHub:
                 return False
             found = await self.log.read_after(self.head_seq - 1, 1)
             held = found[0] if found else None
-        if not rewound(self.head_seq, self.head_digest, meta.last_seq, held):
+        if meta.last_seq >= self.head_seq:
+            self._behind_since = None
+        elif self._behind_since is None:
+            self._behind_since = time.monotonic()
+            log.warning("stream log behind what this pod read: waiting for it", extra={"fields": {
+                "stream": self.stream, "epoch": self.epoch, "seq": self.head_seq, "logLastSeq": meta.last_seq,
+                "waitS": self.behind_wait_s}})
+        behind_for = 0.0 if self._behind_since is None else time.monotonic() - self._behind_since
+        verdict = head_verdict(self.head_seq, self.head_digest, meta.last_seq, held, behind_for_s=behind_for,
+                               wait_s=self.behind_wait_s)
+        if verdict != "rewound":
             return False
         status, epoch = await self.log.declare_rewind(self.epoch, self.head_seq, self.head_digest)
         if status == "intact":  # the log reached that entry again meanwhile (a read of a moving log): go on
@@ -226,6 +244,7 @@ class StreamHub:
         self._adopt(meta)
 
     def _adopt(self, meta: StreamMeta) -> None:
+        self._behind_since = None
         self.epoch = meta.epoch
         self.head_seq = meta.last_seq
         self.head_digest = ""

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from sparkwire.gateway.continuity import rewound, verify_resume
+from sparkwire.gateway.continuity import head_verdict, verify_resume
 from sparkwire.gateway.handshake import Admission, start
 from sparkwire.gateway.hub import StreamHub
 from sparkwire.gateway.recovery import StartPlan
@@ -60,15 +60,22 @@ def test_positions_without_a_digest_and_plans_that_resume_nothing_are_left_alone
         assert verify_resume(plan, entry(30, 1.0).digest, entry(30, 2.0)) == plan
 
 
-def test_a_log_went_back_when_it_ends_before_the_head_or_holds_another_entry_there() -> None:
+def test_a_log_went_back_when_it_holds_another_entry_at_the_head_or_ends_before_it_for_too_long() -> None:
     head = entry(30, 1.0)
-    assert rewound(30, head.digest, 27, None)  # the promoted replica lacks 28..30
-    assert rewound(30, "", 27, None)  # even without knowing the head's digest
-    assert rewound(30, head.digest, 33, entry(30, 2.0))  # written again past it, other values
-    assert not rewound(30, head.digest, 33, head)  # the same entry: it moved on
-    assert not rewound(30, "", 33, entry(30, 2.0))  # unknown digest: seqs cannot tell
-    assert not rewound(30, head.digest, 33, None)  # trimmed: cannot compare
-    assert not rewound(0, "", 0, None)  # nothing read yet
+
+    def verdict(digest: str, last_seq: int, held: Entry | None, behind_for_s: float = 0.0) -> str:
+        return head_verdict(30, digest, last_seq, held, behind_for_s=behind_for_s, wait_s=8.0)
+
+    assert verdict(head.digest, 33, entry(30, 2.0)) == "rewound"  # written again past it, other values
+    assert verdict(head.digest, 30, entry(30, 2.0)) == "rewound"  # written again up to it
+    # The promoted replica lacks 28..30: the writer may publish them again identically (staged bytes), so wait.
+    assert verdict(head.digest, 27, None, behind_for_s=2.0) == "behind"
+    assert verdict(head.digest, 27, None, behind_for_s=8.0) == "rewound"  # it did not: what was read is gone
+    assert verdict("", 27, None, behind_for_s=9.0) == "rewound"  # even without knowing the head's digest
+    assert verdict(head.digest, 33, head) == "intact"  # the same entry: it moved on
+    assert verdict("", 33, entry(30, 2.0)) == "intact"  # unknown digest: seqs cannot tell
+    assert verdict(head.digest, 33, None) == "intact"  # trimmed: cannot compare
+    assert head_verdict(0, "", 0, None, behind_for_s=0.0, wait_s=8.0) == "intact"  # nothing read yet
 
 
 # --- the hub --------------------------------------------------------------------------------------
@@ -90,11 +97,12 @@ def test_the_hub_declares_a_new_epoch_when_the_log_goes_back_and_closes_its_conn
     written_again: bool, caplog: pytest.LogCaptureFixture,
 ) -> None:
     """The log goes back from 6 to 3 in its epoch (a lagging replica promoted); ``written_again``: the writer's
-    re-run has already written 4..6 again with other values, so seqs alone show nothing."""
+    re-run has already written 4..6 again with other values, so seqs alone show nothing; otherwise the log stays
+    behind for longer than the hub waits."""
     async def scenario() -> tuple[str, str, str, int, object]:
         log = MemoryStreamLog()
         await log.commit(records(1, 3, 1.0))
-        hub = StreamHub(log, "s", ring_size=16, block_ms=30)
+        hub = StreamHub(log, "s", ring_size=16, block_ms=30, behind_wait_s=0.3)
         task = asyncio.create_task(hub.run())
         try:
             await follow_until(hub, lambda: hub.head_seq == 3)
@@ -118,6 +126,36 @@ def test_the_hub_declares_a_new_epoch_when_the_log_goes_back_and_closes_its_conn
     assert ended == "stream_rewound"
     lines = [r for r in caplog.records if "stream rewound" in r.getMessage()]
     assert lines and not any("stream epoch changed" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.timeout(30)
+def test_a_log_behind_the_hub_that_gets_the_same_entries_again_in_time_is_no_rewind() -> None:
+    """Mechanism 2 of replay-log.md: the promoted replica held the batch staged, not published; the writer
+    publishes the staged bytes again under the same seqs. Nothing to reset, nobody closed."""
+    async def scenario() -> tuple[str, str, object, int]:
+        log = MemoryStreamLog()
+        await log.commit(records(1, 3, 1.0))
+        hub = StreamHub(log, "s", ring_size=16, block_ms=20, behind_wait_s=5.0)
+        task = asyncio.create_task(hub.run())
+        try:
+            await follow_until(hub, lambda: hub.head_seq == 3)
+            await log.commit(records(4, 6, 1.0))
+            await follow_until(hub, lambda: hub.head_seq == 6)
+            subscription = hub.subscribe()
+            epoch = log.epoch
+            log.rewind(3)
+            await asyncio.sleep(0.2)  # several looks at a log behind
+            await log.commit(records(4, 6, 1.0), batch_id=1)  # the same bytes again
+            await log.commit(records(7, 7, 1.0))
+            await follow_until(hub, lambda: hub.head_seq == 7)
+            return epoch, log.epoch, subscription.ended, hub.head_seq
+        finally:
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
+    before, after, ended, head = asyncio.run(scenario())
+    assert before == after and ended is None and head == 7
 
 
 @pytest.mark.timeout(30)
