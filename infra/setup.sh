@@ -92,16 +92,16 @@ step_spark_kafka() {
 }
 
 step_spark_class_archive() {
-  header "Class-data-sharing archive of a local Spark driver (sparkwire.spark.class_archive) -> .cache/spark-cds"
+  header "Class-data-sharing archive of a local Spark driver (sparkwire.spark.runtime.class_archive) -> .cache/spark-cds"
   local fp
   # The archive fits one JDK and one classpath, which holds this checkout's path (its .venv's pyspark jars):
   # with a cache shared by checkouts (SPARKWIRE_CACHE, as .ci/run sets), each checkout writes its own.
-  fp="$(fingerprint constraints.txt infra/maven/spark-kafka/pom.xml services/sparkwire/spark/class_archive.py)-$(java -version 2>&1 | head -1 | tr -cd '[:alnum:]._-')-$(echo "$ROOT" | sha256sum | cut -c1-12)"
+  fp="$(fingerprint constraints.txt infra/maven/spark-kafka/pom.xml services/sparkwire/spark/runtime/class_archive.py)-$(java -version 2>&1 | head -1 | tr -cd '[:alnum:]._-')-$(echo "$ROOT" | sha256sum | cut -c1-12)"
   if fresh spark-cds "$fp" && [[ -f "$CACHE/spark-cds/driver.jsa" ]]; then
     echo "up to date"; return
   fi
   # Optional: without it a local driver starts ~3 s slower, nothing else changes.
-  if .venv/bin/python -m sparkwire.spark.class_archive "$CACHE/spark-cds/driver.jsa"; then
+  if .venv/bin/python -m sparkwire.spark.runtime.class_archive "$CACHE/spark-cds/driver.jsa"; then
     stamp spark-cds "$fp"
   else
     echo "WARNING: no class archive; local Spark drivers start without it" >&2

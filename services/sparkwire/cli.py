@@ -45,7 +45,7 @@ COMMANDS = (
             "sparkwire.aggregator.job"),
     Command("rebuild", "recompute the metrics stream's lost replay log from Kafka and the aggregator's checkpoint",
             "spark", "sparkwire.aggregator.job", add_arguments="add_rebuild_arguments", run="run_rebuild",
-            doc_module="sparkwire.spark.rebuild"),
+            doc_module="sparkwire.spark.rebuild.rebuilder"),
     Command("produce", "write raw metric events to Kafka (idempotent producer)", "spark", "sparkwire.producer.main"),
     Command("gateway", "serve replay logs to WebSocket clients (one stateless pod)", "gateway",
             "sparkwire.gateway.main"),

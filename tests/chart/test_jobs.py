@@ -132,7 +132,7 @@ def test_the_drivers_environment_parses_as_main_reads_it(objects: list[Obj], mon
     """``python -m sparkwire.examples.orders run`` in the job's driver: every SPARKWIRE_* variable is an option
     of ``sparkwire.spark.main``'s ``run`` and places the job where the chart says; ORDERS_* are the job's."""
     from sparkwire.examples.orders.job import job_from_environment
-    main_module = importlib.import_module("sparkwire.spark.main")  # the module (the package exports main())
+    main_module = importlib.import_module("sparkwire.spark.runtime.main")  # the module (the package exports main())
 
     env = _driver(find(objects, "SparkApplication", ORDERS))["env"]
     for entry in env:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from sparkwire.spark.session import QUICK_JIT
+from sparkwire.spark.runtime.session import QUICK_JIT
 
 from .conftest import (
     CHART,

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from sparkwire import cli
-from sparkwire.spark.main import add_runtime_arguments
-from sparkwire.spark.session import QUICK_JIT
+from sparkwire.spark.runtime.main import add_runtime_arguments
+from sparkwire.spark.runtime.session import QUICK_JIT
 
 ROOT = Path(__file__).resolve().parents[2]
 # A distribution's import name where it differs from its normalised distribution name.

@@ -1,10 +1,12 @@
 """Which part of the package may import which: the clients speak the protocol, not the gateway's
 internals; the Spark job runs in an image without the local stack; the protocol does no I/O; the public Spark
-API and its examples know no built-in job."""
+API and its examples know no built-in job; the built-in job and the examples use only what ``sparkwire.spark``
+exports."""
 
 from __future__ import annotations
 
 import ast
+import importlib
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +26,7 @@ FORBIDDEN = {
     "sparkwire.spark": ["sparkwire.aggregator", "sparkwire.examples", "sparkwire.gateway", "sparkwire.client",
                         *HARNESS],
     "sparkwire.examples": ["sparkwire.aggregator", "sparkwire.gateway", "sparkwire.client",
-                           "sparkwire.replaylog.writer", "sparkwire.spark.sink", *HARNESS],
+                           "sparkwire.replaylog.writer", "sparkwire.spark.delivery.sink", *HARNESS],
     # The protocol depends on nothing else of sparkwire: it owns the types it sends (protocol/items.py).
     "sparkwire.protocol": ["sparkwire.gateway", "sparkwire.client", "sparkwire.replaylog", "sparkwire.spark",
                            "redis", "starlette", "websockets", *HARNESS],
@@ -69,6 +71,62 @@ def test_a_package_imports_nothing_it_must_not(package: str, forbidden: list[str
     folder = package_dir(package)
     assert (folder / "__init__.py").is_file(), f"{package}: no package at {folder}"
     assert not offending_imports(folder, forbidden)
+
+
+# The public Spark API is a boundary: the built-in job and the examples import only the names
+# ``sparkwire.spark`` exports (its ``__all__``), never one of its modules, as a team's own job would.
+PUBLIC_SPARK_ONLY = ["sparkwire.aggregator", "sparkwire.examples"]
+
+
+def spark_exports() -> set[str]:
+    """``sparkwire.spark.__all__``, read from its source (importing it is not needed to know it)."""
+    for node in ast.parse((package_dir("sparkwire.spark") / "__init__.py").read_text()).body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            return set(ast.literal_eval(node.value))
+    raise AssertionError("sparkwire/spark/__init__.py has no __all__")
+
+
+def private_spark_imports(path: Path, exported: set[str]) -> set[str]:
+    """What ``path`` imports of ``sparkwire.spark`` beyond its exports: a module under it, or a name it does
+    not export."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name.startswith("sparkwire.spark."))
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module.startswith("sparkwire.spark."):
+                found.add(node.module)
+            elif node.module == "sparkwire.spark":
+                found.update(f"sparkwire.spark.{alias.name}" for alias in node.names if alias.name not in exported)
+            elif node.module == "sparkwire":
+                found.update(f"sparkwire.{alias.name}" for alias in node.names if alias.name == "spark")
+    return found
+
+
+@pytest.mark.parametrize("package", PUBLIC_SPARK_ONLY)
+def test_the_built_in_job_and_the_examples_import_only_the_public_spark_api(package: str) -> None:
+    folder, exported = package_dir(package), spark_exports()
+    offending = {(path.relative_to(folder).as_posix(), name) for path in folder.rglob("*.py")
+                 for name in private_spark_imports(path, exported)}
+    assert not offending, f"{package} imports what sparkwire.spark does not export: {sorted(offending)}"
+
+
+def test_the_public_spark_rule_finds_a_private_import(tmp_path: Path) -> None:
+    job = tmp_path / "job.py"
+    job.write_text("from sparkwire.spark import Job, deliver\n"
+                   "from sparkwire.spark import Rebuilder\n"
+                   "import sparkwire.spark.runtime.main\n"
+                   "from sparkwire.spark.delivery.sink import ReplayLogSink\n"
+                   "def later():\n    from sparkwire.spark.rebuild.checkpoint import read_history\n")
+    assert private_spark_imports(job, spark_exports()) == {
+        "sparkwire.spark.Rebuilder", "sparkwire.spark.runtime.main", "sparkwire.spark.delivery.sink",
+        "sparkwire.spark.rebuild.checkpoint"}
+
+
+def test_every_name_the_public_spark_api_exports_is_there() -> None:
+    spark = importlib.import_module("sparkwire.spark")
+    assert set(spark.__all__) == spark_exports()
+    assert [name for name in sorted(spark_exports()) if not hasattr(spark, name)] == []
 
 
 def test_the_product_never_imports_the_harness() -> None:

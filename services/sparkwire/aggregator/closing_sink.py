@@ -1,6 +1,6 @@
 """The metrics job's sink: aggregates each micro-batch per window, closes windows, commits the closed ones.
 
-:class:`WindowClosingSink` is the generic :class:`~sparkwire.spark.sink.ReplayLogSink` (exactly-once commit,
+:class:`WindowClosingSink` is the generic :class:`~sparkwire.spark.ReplayLogSink` (exactly-once commit,
 fencing, rebuild) with its own way from a batch to records: the batch's deduplicated events aggregated in
 Spark (``pipeline.batch_partials``, that batch alone), merged into the open windows
 (``windows.OpenWindows``), the windows the batch closes encoded as the metrics job's results. The open windows
@@ -23,8 +23,7 @@ from sparkwire.aggregator import pipeline
 from sparkwire.aggregator.window_state import WindowStateFiles
 from sparkwire.aggregator.windows import OpenWindows, partial_from_row
 from sparkwire.replaylog import Record
-from sparkwire.spark import metrics
-from sparkwire.spark.sink import ReplayLogSink
+from sparkwire.spark import ReplayLogSink, metrics
 
 log = logging.getLogger(__name__)
 

@@ -18,13 +18,25 @@ from sparkwire import logs
 from sparkwire.aggregator.window_state import WindowStateFiles
 from sparkwire.options import add_option, non_negative_int, positive_int
 from sparkwire.replaylog import Record
-from sparkwire.spark import Job, KafkaSource, SourceQuery, StreamSpec, Target
-from sparkwire.spark.delivery import AVAILABLE, start
-from sparkwire.spark.faults import FaultInjector
-from sparkwire.spark.main import add_runtime_arguments, load_job, rebuild, serve, session, stop_on_signals
-from sparkwire.spark.rebuild import HistoryRebuilder
-from sparkwire.spark.records import ResultEncoder
-from sparkwire.spark.session import QUICK_JIT
+from sparkwire.spark import (
+    AVAILABLE,
+    QUICK_JIT,
+    FaultInjector,
+    HistoryRebuilder,
+    Job,
+    KafkaSource,
+    ResultEncoder,
+    SourceQuery,
+    StreamSpec,
+    Target,
+    add_runtime_arguments,
+    load_job,
+    rebuild_job,
+    serve,
+    session,
+    start,
+    stop_on_signals,
+)
 
 AGGREGATE_QUERY = "sparkwire-aggregate"
 _NEVER_ENOUGH = 2**62  # minOffsetsPerTrigger without a cap: batches are paced by time alone
@@ -177,8 +189,7 @@ def start_dead_letters(spark: Any, args: argparse.Namespace) -> Any:
     from pyspark.sql import functions as F
 
     from sparkwire.aggregator import pipeline
-    from sparkwire.spark.checkpoint import replan_unrunnable_batch
-    from sparkwire.spark.progress import DEADLETTER_OBSERVATION, DEADLETTER_QUERY
+    from sparkwire.spark import DEADLETTER_OBSERVATION, DEADLETTER_QUERY, replan_unrunnable_batch
 
     raw = KafkaSource(args.bootstrap_servers, args.topic, starting_offsets=args.starting_offsets,
                       max_offsets_per_trigger=dead_letter_cap(args)).read_stream(spark)
@@ -199,7 +210,7 @@ def start_dead_letters(spark: Any, args: argparse.Namespace) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sparkwire.spark.progress import ProgressReporter
+    from sparkwire.spark import ProgressReporter
 
     logs.configure(args.log_level)
     if args.metrics_port:
@@ -236,6 +247,6 @@ def run_rebuild(args: argparse.Namespace) -> int:
     job = load_job(args.job) if args.job else metrics_job(args)
     spark = session(args, "sparkwire-rebuild")
     try:
-        return rebuild(job, spark, args.upto_batch or None)
+        return rebuild_job(job, spark, args.upto_batch or None)
     finally:
         spark.stop()

@@ -12,8 +12,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
 
-from sparkwire.spark.progress import DEADLETTER_OBSERVATION
-from sparkwire.spark.source import drop_duplicates
+from sparkwire.spark import DEADLETTER_OBSERVATION, drop_duplicates
 
 EVENT_SCHEMA = StructType([
     StructField("type", StringType()),

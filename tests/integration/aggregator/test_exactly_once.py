@@ -17,7 +17,7 @@ from confluent_kafka import Consumer, TopicPartition
 from sparkwire.aggregator.window_state import WindowStateFiles
 from sparkwire.aggregator.windows import NO_BOUND
 from sparkwire.protocol.items import Entry
-from sparkwire.spark.checkpoint import read_history
+from sparkwire.spark.rebuild.checkpoint import read_history
 from sparkwire_harness.verify import compare
 from sparkwire_harness.verify.expected import parse_event, parse_heartbeat
 

@@ -14,7 +14,7 @@ from pyspark.sql.types import DecimalType, LongType, StringType, StructField, St
 
 from sparkwire.aggregator.job import metrics_spec
 from sparkwire.aggregator.pipeline import WINDOW_SCHEMA
-from sparkwire.spark.records import ResultEncoder
+from sparkwire.spark.results.records import ResultEncoder
 from sparkwire.spark.stream import StreamSpec
 
 from .browser import STATIC, WAIT_MS

@@ -26,7 +26,7 @@ from pyspark.sql.types import DecimalType, LongType, StringType, StructField, St
 from sparkwire.aggregator.job import metrics_spec, window_record
 from sparkwire.aggregator.pipeline import WINDOW_SCHEMA
 from sparkwire.replaylog import Record, ReplayLogReader, ReplayLogWriter
-from sparkwire.spark.records import ResultEncoder
+from sparkwire.spark.results.records import ResultEncoder
 from sparkwire.spark.stream import StreamSpec
 from sparkwire_harness.stack import GatewayProcess, RedisServer
 

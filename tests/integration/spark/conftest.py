@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from sparkwire.spark.session import QUICK_JIT, spark_session
+from sparkwire.spark.runtime.session import QUICK_JIT, spark_session
 
 
 @pytest.fixture(scope="session")

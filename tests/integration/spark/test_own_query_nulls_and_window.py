@@ -24,7 +24,7 @@ from pyspark.sql import types as T
 
 from sparkwire.replaylog import ReplayLogReader
 from sparkwire.spark import KafkaSource, SourceQuery, Target, deliver
-from sparkwire.spark.records import derive_id
+from sparkwire.spark.results.records import derive_id
 from sparkwire_harness.stack import KafkaBroker, RedisServer
 
 pytestmark = pytest.mark.slow

@@ -32,7 +32,7 @@ from sparkwire.examples.orders.expected import (
     latest,
 )
 from sparkwire.replaylog import ReplayLogReader
-from sparkwire.spark.checkpoint import read_history
+from sparkwire.spark.rebuild.checkpoint import read_history
 from sparkwire_harness.stack import KafkaBroker, ManagedProcess, RedisServer
 
 pytestmark = pytest.mark.slow

@@ -17,8 +17,8 @@ from sparkwire.aggregator.job import metrics_spec
 from sparkwire.aggregator.pipeline import WINDOW_SCHEMA
 from sparkwire.aggregator.window_state import WindowStateFiles
 from sparkwire.replaylog import BatchCommit, ChunkResult, Record
-from sparkwire.spark.faults import FaultInjector
-from sparkwire.spark.records import ResultEncoder
+from sparkwire.spark.delivery.faults import FaultInjector
+from sparkwire.spark.results.records import ResultEncoder
 
 QUERY = "3f0c-query"
 

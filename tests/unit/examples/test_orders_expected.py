@@ -15,7 +15,7 @@ from sparkwire.examples.orders.expected import (
     windows_of,
 )
 from sparkwire.examples.orders.produce import generate
-from sparkwire.spark.checkpoint import BatchInput
+from sparkwire.spark.rebuild.checkpoint import BatchInput
 
 
 def test_an_order_falls_in_every_sliding_window_that_holds_it() -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sparkwire.spark.checkpoint import drop_unrunnable_batch, regressed_partitions, replan_unrunnable_batch
+from sparkwire.spark.rebuild.checkpoint import drop_unrunnable_batch, regressed_partitions, replan_unrunnable_batch
 
 HEADER = json.dumps({"batchWatermarkMs": 0, "batchTimestampMs": 0, "conf": {}})
 
@@ -74,7 +74,7 @@ def test_the_replan_is_logged_with_the_query_and_the_partitions(
     write_batch(tmp_path, 4, offsets_line(p0=50), committed=True)
     write_batch(tmp_path, 5, offsets_line(p0=40), committed=False)
 
-    with caplog.at_level("WARNING", logger="sparkwire.spark.checkpoint"):
+    with caplog.at_level("WARNING", logger="sparkwire.spark.rebuild.checkpoint"):
         replan_unrunnable_batch(f"file://{tmp_path}", "aggregate")
 
     (record,) = caplog.records

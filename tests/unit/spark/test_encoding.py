@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pyspark.sql import types as T
 
-from sparkwire.spark.encoding import UnencodableSchema, check_encodable, encoder, row_encoder
+from sparkwire.spark.results.encoding import UnencodableSchema, check_encodable, encoder, row_encoder
 
 SCHEMA = T.StructType([
     T.StructField("b", T.BooleanType()),

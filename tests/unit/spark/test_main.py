@@ -8,7 +8,7 @@ import argparse
 import pytest
 
 from sparkwire.spark import Job, KafkaSource, SourceQuery, StreamSpec, Target
-from sparkwire.spark.main import add_placement_arguments, placed
+from sparkwire.spark.runtime.main import add_placement_arguments, placed
 
 JOB = Job(SourceQuery(KafkaSource("kafka:9092", "orders"), events=lambda df: df, event_time="t",
                       watermark_delay_ms=1000, query=lambda df: df),
@@ -36,7 +36,7 @@ def test_the_environment_places_the_job(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_a_job_is_found_by_module_and_name() -> None:
-    from sparkwire.spark.main import load_job
+    from sparkwire.spark.runtime.main import load_job
 
     assert load_job("sparkwire.examples.orders.job:job_from_environment").spec.stream == "orders"
     module = "sparkwire.examples.orders.job"

@@ -13,9 +13,9 @@ import pytest
 from prometheus_client import REGISTRY
 from pyspark.sql import types as T
 
-from sparkwire.spark.faults import FaultInjector
-from sparkwire.spark.records import ResultEncoder, derive_id, key_text
-from sparkwire.spark.sink import ReplayLogSink
+from sparkwire.spark.delivery.faults import FaultInjector
+from sparkwire.spark.delivery.sink import ReplayLogSink
+from sparkwire.spark.results.records import ResultEncoder, derive_id, key_text
 from sparkwire.spark.stream import DeliveryError, StreamSpec
 from sparkwire.spark.types import JsonValue
 
@@ -110,12 +110,12 @@ def skipped(stream: str) -> float:
 
 def test_the_sink_counts_rows_without_a_key_per_stream_and_logs_them_once(
         monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    monkeypatch.setattr("sparkwire.spark.sink.prepare", lambda batch: SimpleNamespace(collect=lambda: batch))
+    monkeypatch.setattr("sparkwire.spark.delivery.sink.prepare", lambda batch: SimpleNamespace(collect=lambda: batch))
     spec = StreamSpec(stream="views-skip", key=("country", "os"), id_from=("windowEnd", "country", "os"))
     sink = ReplayLogSink(writer=None, encoder=ResultEncoder(spec, SCHEMA),  # type: ignore[arg-type]
                          faults=FaultInjector(None))
     before = skipped("views-skip")
-    with caplog.at_level(logging.WARNING, logger="sparkwire.spark.sink"):
+    with caplog.at_level(logging.WARNING, logger="sparkwire.spark.delivery.sink"):
         for batch_id in range(3):
             records = sink.batch_records([view(None, None), view(None, None), view(None, "ios")], batch_id)
             assert [json.loads(r.payload)["os"] for r in records] == ["ios"]

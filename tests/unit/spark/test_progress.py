@@ -8,7 +8,7 @@ import pytest
 from prometheus_client import REGISTRY
 from pyspark.sql.streaming.listener import QueryProgressEvent
 
-from sparkwire.spark.progress import (
+from sparkwire.spark.runtime.progress import (
     DEADLETTER_OBSERVATION,
     DEADLETTER_QUERY,
     ProgressReporter,

@@ -7,7 +7,7 @@ from typing import Any
 from prometheus_client import REGISTRY
 from pyspark.sql.streaming.listener import QueryProgressEvent
 
-from sparkwire.spark.progress import DEADLETTER_QUERY, ProgressReporter, query_label, rows_dropped_by_watermark
+from sparkwire.spark.runtime.progress import DEADLETTER_QUERY, ProgressReporter, query_label, rows_dropped_by_watermark
 
 
 def event(name: str | None, dropped: list[int], rows: int = 500) -> Any:

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from sparkwire.aggregator.windows import Aggregate, OpenWindows, Partial
-from sparkwire.spark.checkpoint import BatchInput, CheckpointError, QueryHistory, read_history
-from sparkwire.spark.rebuild_plan import closed_late_bound, plan_rebuild
+from sparkwire.spark.rebuild.checkpoint import BatchInput, CheckpointError, QueryHistory, read_history
+from sparkwire.spark.rebuild.plan import closed_late_bound, plan_rebuild
 
 TOPIC = "t611008a783-raw"
 CONF = {"spark.sql.shuffle.partitions": "2", "spark.sql.streaming.multipleWatermarkPolicy": "min"}

@@ -7,7 +7,7 @@ import random
 
 from pyspark.sql import types as T
 
-from sparkwire.spark.records import ResultEncoder, derive_id, key_text
+from sparkwire.spark.results.records import ResultEncoder, derive_id, key_text
 from sparkwire.spark.stream import StreamSpec
 
 SCHEMA = T.StructType([

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from sparkwire.spark.session import QUICK_JIT, class_archive_options, driver_java_options
+from sparkwire.spark.runtime.session import QUICK_JIT, class_archive_options, driver_java_options
 
 
 def test_a_given_archive_that_exists_is_used(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ import signal
 import pytest
 
 from sparkwire.aggregator.job import window_record
-from sparkwire.spark.faults import Fault, FaultInjector
+from sparkwire.spark.delivery.faults import Fault, FaultInjector
 
 
 def test_a_window_row_becomes_a_record_keyed_by_metric_with_a_stable_payload() -> None:

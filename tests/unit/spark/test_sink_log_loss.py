@@ -15,9 +15,9 @@ from pyspark.sql.types import StringType, StructField, StructType
 from sparkwire.replaylog import BatchCommit, ChunkResult, Record
 from sparkwire.replaylog.writer import EpochFenced, TailLost
 from sparkwire.spark import metrics
-from sparkwire.spark.faults import FaultInjector
-from sparkwire.spark.records import ResultEncoder
-from sparkwire.spark.sink import ReplayLogSink
+from sparkwire.spark.delivery.faults import FaultInjector
+from sparkwire.spark.delivery.sink import ReplayLogSink
+from sparkwire.spark.results.records import ResultEncoder
 from sparkwire.spark.stream import StreamSpec
 
 

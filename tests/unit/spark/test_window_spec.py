@@ -8,7 +8,7 @@ import json
 import pytest
 from pyspark.sql import types as T
 
-from sparkwire.spark.delivery import window_unnamed
+from sparkwire.spark.delivery.deliver import window_unnamed
 from sparkwire.spark.stream import DeliveryError, StreamSpec
 
 WINDOW = T.StructType([T.StructField("start", T.TimestampType()), T.StructField("end", T.TimestampType())])
@@ -78,7 +78,7 @@ def test_without_window_the_reason_names_the_struct_to_give() -> None:
 
 def test_without_an_event_time_a_struct_windows_end_orders_the_batch() -> None:
     """A key's newest window is its last entry of the batch, and so the state's entry for it."""
-    from sparkwire.spark.records import ResultEncoder
+    from sparkwire.spark.results.records import ResultEncoder
 
     schema = T.StructType([T.StructField("window", T.StructType([T.StructField("start", T.LongType()),
                                                                   T.StructField("end", T.LongType())])),

@@ -10,7 +10,7 @@ from prometheus_client import REGISTRY
 
 from sparkwire.replaylog import ReplayLogWriter
 from sparkwire.spark import metrics
-from sparkwire.spark.delivery import Target
+from sparkwire.spark.delivery.deliver import Target
 
 
 def sample(name: str) -> float:

@@ -19,7 +19,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from sparkwire.replaylog import Entry
-from sparkwire.spark.checkpoint import BatchInput, read_history
+from sparkwire.spark import BatchInput, read_history
 
 Revisions = dict[int, dict[tuple[str, str], "Revision"]]
 """batch id -> (windowStart, region) -> the revision of that result the batch delivers."""

@@ -2,7 +2,7 @@
 
 The user's own ``events`` and ``query`` (``source.SourceQuery``) run again, so processingIds and values are
 the same by construction. Batch mode ignores watermarks, so Spark's streaming rule is applied from the
-checkpoint (``rebuild_plan.py``): every record belongs to the batch whose offset range holds it, and an
+checkpoint (``plan.py``): every record belongs to the batch whose offset range holds it, and an
 event is dropped as late when its event time is at or below that batch's late bound (``BatchInput.
 late_watermark_ms``): the watermark it filtered late rows with (the previous batch's), and for a sink that
 closes windows itself, at least what that sink had closed before the batch.
@@ -21,9 +21,9 @@ from __future__ import annotations
 from typing import Any
 
 from sparkwire.replaylog import Record
-from sparkwire.spark.encoding import prepare
-from sparkwire.spark.rebuild_plan import RebuildPlan
-from sparkwire.spark.records import ResultEncoder
+from sparkwire.spark.rebuild.plan import RebuildPlan
+from sparkwire.spark.results.encoding import prepare
+from sparkwire.spark.results.records import ResultEncoder
 from sparkwire.spark.source import SourceQuery
 
 WINDOW_START = "__sparkwire_window_start_ms"

@@ -14,9 +14,9 @@ from typing import Any, Protocol
 from sparkwire.replaylog import BatchCommit, ChunkResult, Record, ReplayLogWriter
 from sparkwire.replaylog.writer import EpochFenced, TailLost
 from sparkwire.spark import metrics
-from sparkwire.spark.encoding import prepare
-from sparkwire.spark.faults import FaultInjector
-from sparkwire.spark.records import ResultEncoder
+from sparkwire.spark.delivery.faults import FaultInjector
+from sparkwire.spark.results.encoding import prepare
+from sparkwire.spark.results.records import ResultEncoder
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ one, written when a JVM that ran a small streaming job like the aggregator's exi
 (``-XX:ArchiveClassesAtExit``): it fits one JDK and one Spark classpath, and a JVM that cannot use it (another
 JDK, another pyspark) ignores it and starts as before.
 
-    python -m sparkwire.spark.class_archive [PATH]     # make setup writes .cache/spark-cds/driver.jsa
+    python -m sparkwire.spark.runtime.class_archive [PATH]     # make setup writes .cache/spark-cds/driver.jsa
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sparkwire.spark.session import default_class_archive, spark_session
+from sparkwire.spark.runtime.session import default_class_archive, spark_session
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -64,7 +64,7 @@ def create(path: Path) -> Path:
     with tempfile.TemporaryDirectory(prefix="spark-cds-") as tmp:
         written = Path(tmp) / "driver.jsa"
         # The JVM lists every class it cannot archive (hundreds of lines): shown only when it fails.
-        run = subprocess.run([sys.executable, "-m", "sparkwire.spark.class_archive", "--exercise", str(written),
+        run = subprocess.run([sys.executable, "-m", "sparkwire.spark.runtime.class_archive", "--exercise", str(written),
                               str(Path(tmp) / "work")], capture_output=True, text=True, errors="replace")
         if run.returncode != 0 or not written.is_file():
             raise RuntimeError(f"the driver JVM wrote no class archive (exit {run.returncode}):\n"

@@ -1,5 +1,5 @@
 """Which part of a lost log can be recomputed exactly, from the checkpoint's batches and what Kafka still
-holds. Pure: no Spark, no Kafka, no Redis (``rebuild.py`` fetches the inputs and runs the plan).
+holds. Pure: no Spark, no Kafka, no Redis (``rebuilder.py`` fetches the inputs and runs the plan).
 
 The lost log held the results of batches ``0..upto-1``: every window whose end is at or below the
 watermark of batch ``upto-1``. A batch can be recomputed when its offsets are known (its predecessor's
@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from sparkwire.spark.checkpoint import BatchInput, CheckpointError, QueryHistory
+from sparkwire.spark.rebuild.checkpoint import BatchInput, CheckpointError, QueryHistory
 
 
 @dataclass(frozen=True)

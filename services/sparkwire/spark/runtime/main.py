@@ -22,9 +22,9 @@ from typing import Any
 
 from sparkwire import logs
 from sparkwire.options import add_option, jvm_memory, non_negative_int, positive_int
-from sparkwire.spark.delivery import Job, deliver_job, window_unnamed
-from sparkwire.spark.records import ResultEncoder
-from sparkwire.spark.session import QUICK_JIT, spark_session
+from sparkwire.spark.delivery.deliver import Job, deliver_job, window_unnamed
+from sparkwire.spark.results.records import ResultEncoder
+from sparkwire.spark.runtime.session import QUICK_JIT, spark_session
 
 log = logging.getLogger(__name__)
 
@@ -133,7 +133,7 @@ def load_job(reference: str) -> Job:
 def rebuild(job: Job, spark: Any, upto: int | None, command: str = "sparkwire rebuild") -> int:
     """Rebuild ``job``'s stream from Kafka and print the report. Exit 0 when the whole history was rebuilt,
     3 when part of it is past retention, 2 when the job cannot be rebuilt."""
-    from sparkwire.spark.rebuild import HistoryRebuilder
+    from sparkwire.spark.rebuild.rebuilder import HistoryRebuilder
 
     schema = job.query.stream(spark).schema
     reason = job.query.rebuild_unavailable(spark) or window_unnamed(job.spec, schema)
@@ -210,7 +210,7 @@ def main(job: Job, argv: Sequence[str] | None = None) -> int:
 
         publish("spark-job")
         start_http_server(args.metrics_port)
-    from sparkwire.spark.progress import ProgressReporter
+    from sparkwire.spark.runtime.progress import ProgressReporter
 
     stop = stop_on_signals()
     spark = session(args, f"sparkwire-{job.spec.stream}")

@@ -29,7 +29,7 @@ QUICK_JIT = "-XX:TieredStopAtLevel=1"
 
 
 def default_class_archive() -> Path:
-    """Where ``make setup`` writes the class-data-sharing archive (``sparkwire.spark.class_archive``)."""
+    """Where ``make setup`` writes the class-data-sharing archive (``sparkwire.spark.runtime.class_archive``)."""
     return cache_dir() / "spark-cds" / "driver.jsa"
 
 
@@ -37,7 +37,7 @@ def class_archive_options(archive: str) -> str:
     """The driver JVM's options that map ``archive``; empty: the checkout's archive when present, else none
     (it is optional); an archive named but missing is an error, as the jars directory is."""
     if archive and not Path(archive).is_file():
-        raise SystemExit(f"--class-archive {archive!r}: no such file; `python -m sparkwire.spark.class_archive "
+        raise SystemExit(f"--class-archive {archive!r}: no such file; `python -m sparkwire.spark.runtime.class_archive "
                          f"{archive}` writes one, or pass --class-archive off")
     path = Path(archive) if archive else default_class_archive()
     return f"-XX:SharedArchiveFile={path}" if path.is_file() else ""
@@ -55,7 +55,7 @@ def spark_session(app_name: str, *, master: str = "local[2]", jars_dir: str = ""
     """``master`` empty: left to spark-submit (as under the Spark operator). ``shuffle_partitions``: Spark's 200
     is slow for small state. With ``master`` set this process starts the driver JVM, and these apply to it
     (a JVM already running, or one spark-submit started, keeps its own): ``driver_memory`` its heap;
-    ``class_archive`` a class-data-sharing archive (``sparkwire.spark.class_archive``: empty, the checkout's
+    ``class_archive`` a class-data-sharing archive (``sparkwire.spark.runtime.class_archive``: empty, the checkout's
     when present; ``off``, none); ``java_options`` more JVM options (e.g. :data:`QUICK_JIT`)."""
     from pyspark.sql import SparkSession
 

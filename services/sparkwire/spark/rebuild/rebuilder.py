@@ -4,7 +4,7 @@ The sink calls :class:`HistoryRebuilder` itself when it finds the log gone (an e
 or none while its checkpoint has batches); an operator runs ``sparkwire rebuild`` (the metrics job) or
 ``python <job file> rebuild`` (a job run by ``sparkwire.spark.main``), the job stopped (one writer per
 stream). Both: read the checkpoint's
-offsets log (``checkpoint.py``), ask Kafka what it still holds, plan (``rebuild_plan.py``), open the
+offsets log (``checkpoint.py``), ask Kafka what it still holds, plan (``plan.py``), open the
 rebuild in the meta hash (``mark_rebuild.lua``: the epoch, and what is lost), recompute
 (``recompute.py``) and commit each batch's results under the query id ``rebuild:<query id>``, fenced on
 that epoch. Past retention, what can be rebuilt exactly is, the rest is an error, a counter
@@ -21,10 +21,10 @@ from typing import Any
 
 from sparkwire.replaylog.writer import ReplayLogWriter
 from sparkwire.spark import metrics
-from sparkwire.spark.checkpoint import read_history
-from sparkwire.spark.rebuild_plan import RebuildPlan, plan_rebuild
-from sparkwire.spark.records import ResultEncoder
-from sparkwire.spark.sink import REBUILD_QUERY_PREFIX
+from sparkwire.spark.delivery.sink import REBUILD_QUERY_PREFIX
+from sparkwire.spark.rebuild.checkpoint import read_history
+from sparkwire.spark.rebuild.plan import RebuildPlan, plan_rebuild
+from sparkwire.spark.results.records import ResultEncoder
 from sparkwire.spark.source import SourceQuery
 
 log = logging.getLogger(__name__)
@@ -92,7 +92,7 @@ class HistoryRebuilder:
     def __init__(self, query: SourceQuery, encoder: ResultEncoder, checkpoint: str,
                  closed_upto: Callable[[], Mapping[int, int]] | None = None, window_ms: int | None = None) -> None:
         """``closed_upto``: for a job whose sink closes windows itself, each batch's bound, and ``window_ms``
-        the length of its tumbling windows (``rebuild_plan``'s module docstring); None for Spark's own output
+        the length of its tumbling windows (``plan.py``'s module docstring); None for Spark's own output
         modes."""
         if closed_upto is not None and window_ms is None:
             # Refused here, when the job starts, rather than when a lost log needs the rebuild.
@@ -115,7 +115,7 @@ class HistoryRebuilder:
 
     def __call__(self, spark: Any, writer: ReplayLogWriter, upto: int | None = None,
                  lost_tail_of: str = "") -> RebuildReport:
-        from sparkwire.spark.recompute import recompute
+        from sparkwire.spark.rebuild.recompute import recompute
 
         started = time.perf_counter()
         plan = self.plan(upto)

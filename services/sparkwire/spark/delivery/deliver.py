@@ -1,7 +1,7 @@
 """``deliver``: any streaming DataFrame into a stream of the replay log, exactly once.
 
-Everything that can make the delivery wrong is checked before the query starts (``checks.py``,
-``encoding.check_encodable``, ``StreamSpec``), so a refused query never wrote anything. The sink then
+Everything that can make the delivery wrong is checked before the query starts (``results/checks.py``,
+``results/encoding.check_encodable``, ``StreamSpec``), so a refused query never wrote anything. The sink then
 commits each micro-batch atomically with its batch id (``sink.py``), and writes the stream's descriptor.
 """
 
@@ -17,12 +17,12 @@ from sparkwire.redis_url import connect
 from sparkwire.replaylog import ReplayLogWriter
 from sparkwire.replaylog.writer import DEFAULT_CHUNK_SIZE, DEFAULT_REPLICA_TIMEOUT_MS, DEFAULT_RETENTION
 from sparkwire.spark import metrics
-from sparkwire.spark.checkpoint import replan_unrunnable_batch
-from sparkwire.spark.checks import check_deliverable
-from sparkwire.spark.faults import FaultInjector
-from sparkwire.spark.rebuild import HistoryRebuilder
-from sparkwire.spark.records import ResultEncoder
-from sparkwire.spark.sink import ReplayLogSink
+from sparkwire.spark.delivery.faults import FaultInjector
+from sparkwire.spark.delivery.sink import ReplayLogSink
+from sparkwire.spark.rebuild.checkpoint import replan_unrunnable_batch
+from sparkwire.spark.rebuild.rebuilder import HistoryRebuilder
+from sparkwire.spark.results.checks import check_deliverable
+from sparkwire.spark.results.records import ResultEncoder
 from sparkwire.spark.source import SourceQuery
 from sparkwire.spark.stream import StreamSpec
 from sparkwire.spark.types import OutputMode
@@ -70,10 +70,10 @@ class Job:
     target: Target = field(default_factory=Target)
     closed_upto: Callable[[str], Mapping[int, int]] | None = None
     """For a job whose sink closes its windows itself (the metrics job): each batch's bound, read from the
-    checkpoint directory given (``rebuild_plan``); None for Spark's own output modes."""
+    checkpoint directory given (``rebuild/plan.py``); None for Spark's own output modes."""
     window_ms: int | None = None
     """With ``closed_upto``: the length of the tumbling windows the sink closes, with which the rebuild tells
-    which of a batch's events the sink dropped as late (``rebuild_plan``)."""
+    which of a batch's events the sink dropped as late (``rebuild/plan.py``)."""
 
 
 def window_unnamed(spec: StreamSpec, schema: Any) -> str | None:
@@ -162,7 +162,7 @@ def deliver(
     is then reported, not rebuilt). The other arguments are :class:`StreamSpec`'s and :class:`Target`'s;
     ``window`` is Spark's window struct column by name (``"window"``) or a pair (start column, end column).
     Raises :class:`~sparkwire.spark.stream.DeliveryError` or
-    :class:`~sparkwire.spark.encoding.UnencodableSchema` before anything starts.
+    :class:`~sparkwire.spark.results.encoding.UnencodableSchema` before anything starts.
     """
     spec = _spec(stream, key, mode, id_column, id_from, event_time, window, value_fields, title, units)
     target = target or Target()

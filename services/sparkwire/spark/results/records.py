@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sparkwire.replaylog import Record
-from sparkwire.spark.encoding import check_encodable, row_encoder
+from sparkwire.spark.results.encoding import check_encodable, row_encoder
 from sparkwire.spark.stream import ID_FIELD, REVISION_FIELD, DeliveryError, StreamSpec
 from sparkwire.spark.types import JsonValue
 
