@@ -32,8 +32,8 @@ from sparkwire.examples.orders.expected import committed_batches, delivered_revi
 from sparkwire.examples.orders.produce import load_orders
 from sparkwire.gateway.auth import issue_token
 from sparkwire.paths import cache_dir
-from sparkwire.redis_url import connect
 from sparkwire.replaylog import ReplayLogReader
+from sparkwire.replaylog.redis_url import connect
 from sparkwire_harness.stack import (
     GatewayProcess,
     KafkaBroker,

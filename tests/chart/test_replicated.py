@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from sparkwire.redis_url import parse_sentinel_url
+from sparkwire.replaylog.redis_url import parse_sentinel_url
 
 from .conftest import CHART, CI_VALUES, FULLNAME, NAMESPACE, Obj, env_of, find, has, render
 

@@ -8,7 +8,7 @@ import redis.asyncio as redis_async
 import redis.asyncio.sentinel as async_sentinel
 import redis.sentinel as sync_sentinel
 
-from sparkwire.redis_url import (
+from sparkwire.replaylog.redis_url import (
     ADDRESS_MAP_ENV,
     SentinelAddress,
     connect,

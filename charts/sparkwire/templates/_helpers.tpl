@@ -122,7 +122,7 @@ master name. */}}
 {{- end -}}
 
 {{/* Where a client finds Redis, without the password: the single Redis's Service, or the Sentinels' Service
-and the name they monitor the primary under (sparkwire.redis_url's redis+sentinel:// form). */}}
+and the name they monitor the primary under (sparkwire.replaylog.redis_url's redis+sentinel:// form). */}}
 {{- define "sparkwire.redis.address" -}}
 {{- if include "sparkwire.redis.replicated" . -}}
 {{- printf "%s.%s.svc:26379/%s/0" (include "sparkwire.redis.sentinelName" .) .Release.Namespace .Values.redis.replication.masterName -}}

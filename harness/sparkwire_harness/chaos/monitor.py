@@ -34,7 +34,7 @@ def parse_prometheus(text: str) -> dict[str, float]:
 def _follow_failover(client: redis_lib.Redis) -> None:
     """The head is read on the primary the sentinels name now: this client crosses no faulty link, so it
     still reaches a primary cut off from the others (partition) and would read its log, which no longer
-    grows, until the sentinels demote it after the heal (``sparkwire.redis_url.FailoverFollower`` is the
+    grows, until the sentinels demote it after the heal (``sparkwire.replaylog.redis_url.FailoverFollower`` is the
     gateways' asyncio twin). A one-server client: nothing to ask."""
     pool = client.connection_pool
     if isinstance(pool, redis_sentinel.SentinelConnectionPool) and pool.is_master:

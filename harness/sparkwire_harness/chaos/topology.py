@@ -25,7 +25,7 @@ from pathlib import Path
 
 import redis as redis_lib
 
-from sparkwire.redis_url import ADDRESS_MAP_ENV, connect
+from sparkwire.replaylog.redis_url import ADDRESS_MAP_ENV, connect
 from sparkwire_harness.chaos.schedule import EDGES, GATEWAYS, LINKS
 from sparkwire_harness.chaos.toxiproxy import Toxiproxy
 from sparkwire_harness.stack import (

@@ -11,7 +11,7 @@ from typing import Any
 
 import redis
 
-from sparkwire.redis_url import connect
+from sparkwire.replaylog.redis_url import connect
 
 from .ports import free_port
 from .process import ManagedProcess, ReadyTimeoutError
@@ -119,7 +119,7 @@ class SentinelServer:
 class ReplicatedRedis:
     """1 primary + ``replicas`` replicas (durable: AOF, fsync always, as :class:`RedisServer`) watched by
     ``sentinels`` sentinels (quorum: a majority), in sub-folders of ``workdir``. ``url`` is the
-    ``redis+sentinel://`` URL of it (:mod:`sparkwire.redis_url`).
+    ``redis+sentinel://`` URL of it (:mod:`sparkwire.replaylog.redis_url`).
 
     With ``route``, every data node announces ``route("redis-repl-n<i>", port)`` instead of its port: the
     replicas and the sentinels reach it there, so a fault on that one link cuts the node off from them while
@@ -158,7 +158,7 @@ class ReplicatedRedis:
         return f"redis+sentinel://{hosts}/{MASTER_NAME}/0"
 
     def client(self, **kwargs: Any) -> redis.Redis:
-        """A client of the current primary that follows failovers (:func:`sparkwire.redis_url.connect`)."""
+        """A client of the current primary that follows failovers (:func:`sparkwire.replaylog.redis_url.connect`)."""
         return connect(self.url, **kwargs)
 
     # -- lifecycle -----------------------------------------------------------------------------------

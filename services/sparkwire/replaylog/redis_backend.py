@@ -9,9 +9,9 @@ import redis.asyncio as redis_async
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
 
-from sparkwire.redis_url import FailoverFollower, connect_async
 from sparkwire.replaylog.async_reader import AsyncReplayLogReader
 from sparkwire.replaylog.keys import StreamKeys
+from sparkwire.replaylog.redis_url import FailoverFollower, connect_async
 from sparkwire.replaylog.replication import ReplicationStatus, read_replication_async
 from sparkwire.replaylog.sessions import RedisSessionRecords
 
@@ -36,7 +36,7 @@ class RedisBackend:
         # Retry: a pooled connection that died with a Redis restart or failover fails its next command; every
         # command the gateway sends is a read or an idempotent HSET/EXPIRE, so it is resent on a new connection
         # (a few tries, ~50 ms apart, doubling) instead of closing a client with 4503.
-        # A Sentinel URL (sparkwire/redis_url.py) gets a sentinel-managed pool with the same size, wait for a free
+        # A Sentinel URL (redis_url.py) gets a sentinel-managed pool with the same size, wait for a free
         # connection, health checks and Retry. What differs: every new connection first asks the sentinels for
         # the primary, and the Retry's tries (~0.4 s in all) do not outlast a failover (seconds): until the
         # sentinels name the new primary, hello and ack calls fail (clients are closed with 4503 and resume)

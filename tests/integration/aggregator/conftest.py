@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from sparkwire.redis_url import connect
 from sparkwire.replaylog import ReplayLogReader, StreamMeta
+from sparkwire.replaylog.redis_url import connect
 from sparkwire_harness.stack import KafkaBroker, ManagedProcess, RedisServer, ReplicatedRedis, free_port
 from sparkwire_harness.verify import Outcome, WindowResult, expected_outcome, expected_results
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from redis.exceptions import RedisError
 
-from sparkwire.redis_url import connect
 from sparkwire.replaylog.keys import StreamKeys
+from sparkwire.replaylog.redis_url import connect
 from sparkwire_harness.stack import KafkaBroker, ReplicatedRedis
 from sparkwire_harness.verify import compare
 

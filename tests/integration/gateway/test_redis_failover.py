@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sparkwire.client import ClientStats, ReconnectPolicy, StreamClient
-from sparkwire.redis_url import connect
 from sparkwire.replaylog import Record, ReplayLogReader, ReplayLogWriter
+from sparkwire.replaylog.redis_url import connect
 from sparkwire_harness.stack import GatewayProcess, ReplicatedRedis
 
 CLIENTS = 10

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sparkwire.redis_url import connect_async
+from sparkwire.replaylog.redis_url import connect_async
 from sparkwire.replaylog.replication import ReplicationStatus, read_replication, read_replication_async
 from sparkwire_harness.stack import RedisServer, ReplicatedRedis
 

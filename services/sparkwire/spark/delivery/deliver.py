@@ -13,8 +13,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sparkwire.redis_url import connect
 from sparkwire.replaylog import ReplayLogWriter
+from sparkwire.replaylog.redis_url import connect
 from sparkwire.replaylog.writer import DEFAULT_CHUNK_SIZE, DEFAULT_REPLICA_TIMEOUT_MS, DEFAULT_RETENTION
 from sparkwire.spark import metrics
 from sparkwire.spark.delivery.faults import FaultInjector

@@ -1,5 +1,5 @@
 """A replicated Redis (a primary, two replicas, three sentinels: real processes) failing over after the primary
-is SIGKILLed, and the clients ``sparkwire.redis_url`` makes from its Sentinel URL following it."""
+is SIGKILLed, and the clients ``sparkwire.replaylog.redis_url`` makes from its Sentinel URL following it."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import redis as redis_lib
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
 
-from sparkwire.redis_url import ADDRESS_MAP_ENV, FailoverFollower, connect, connect_async
+from sparkwire.replaylog.redis_url import ADDRESS_MAP_ENV, FailoverFollower, connect, connect_async
 from sparkwire_harness.chaos.toxiproxy import Toxiproxy
 from sparkwire_harness.stack import ReplicatedRedis
 

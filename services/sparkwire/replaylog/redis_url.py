@@ -1,4 +1,5 @@
-"""A Redis address as a URL -> a client: one Redis server, or the primary a set of Redis Sentinels names.
+"""A Redis address as a URL -> a client: one Redis server, or the primary a set of Redis Sentinels names (the
+replay log's writer, its readers and the test stack connect through it).
 
 Forms accepted:
 
