@@ -31,9 +31,10 @@ TAMPER = """
   const order = localStorage.getItem("dashboard-test:tamper");
   if (order === null) return;
   localStorage.removeItem("dashboard-test:tamper");
-  const { stream, clientSeq, historySeq } = JSON.parse(order);
+  const { stream, clientSeq, clientDigest, historySeq } = JSON.parse(order);
   const saved = JSON.parse(localStorage.getItem("sparkwire:" + stream));
   saved.seq = clientSeq;
+  if (clientDigest !== null) saved.digest = clientDigest;  // the entry's at that seq, as a stale tab has it
   localStorage.setItem("sparkwire:" + stream, JSON.stringify(saved));
   if (historySeq !== null) {
     const history = JSON.parse(localStorage.getItem("sparkwire-dashboard:" + stream));
@@ -92,8 +93,11 @@ class WindowCommitter(Committer):
 
 
 
-def tamper_on_next_load(page: Page, stream: str, client_seq: int, history_seq: int | None) -> None:
-    order = {"stream": stream, "clientSeq": client_seq, "historySeq": history_seq}
+def tamper_on_next_load(page: Page, stream: str, client_seq: int, history_seq: int | None,
+                        client_digest: str | None = None) -> None:
+    """``client_digest``: the digest of the log's entry at ``client_seq`` (a stale tab saved both); None
+    leaves the saved digest as it was (a cursor ahead of the log has no entry to match)."""
+    order = {"stream": stream, "clientSeq": client_seq, "clientDigest": client_digest, "historySeq": history_seq}
     page.evaluate("order => localStorage.setItem('dashboard-test:tamper', order)", json.dumps(order))
 
 
@@ -130,7 +134,8 @@ def test_the_dashboard_draws_each_window_once_through_a_sigkill_a_replay_and_a_s
                                                                "dropped": 0}
 
     # A reload whose saved cursor is stale: the gateway replays seqs 7..30, windows the page drew already.
-    tamper_on_next_load(page, unique_name, REPLAY_FROM_SEQ, None)
+    stale = ReplayLogReader(redis, unique_name).read_after(REPLAY_FROM_SEQ - 1, 1)[0]
+    tamper_on_next_load(page, unique_name, REPLAY_FROM_SEQ, None, stale.digest)
     reload(page)
     wait_js(page, "c.lastSeq >= arg", 30)
     assert page.evaluate("window.__sparkwire.historyRestored") is True

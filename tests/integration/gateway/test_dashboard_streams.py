@@ -182,9 +182,10 @@ TAMPER = """
   const order = localStorage.getItem("dashboard-test:tamper");
   if (order === null) return;
   localStorage.removeItem("dashboard-test:tamper");
-  const { stream, clientSeq } = JSON.parse(order);
+  const { stream, clientSeq, clientDigest } = JSON.parse(order);
   const saved = JSON.parse(localStorage.getItem("sparkwire:" + stream));
   saved.seq = clientSeq;
+  saved.digest = clientDigest;  // the entry's at that seq, as a stale tab has it
   localStorage.setItem("sparkwire:" + stream, JSON.stringify(saved));
 })();
 """
@@ -259,8 +260,9 @@ def test_the_generic_page_draws_the_latest_revision_of_each_window_once_and_stil
         replay_from = head(redis, orders_name) - 6 * len(REGIONS)
         replayed = orders.payloads[replay_from:]
         newest = {p["processingId"]: p["revision"] for p in orders.payloads}
+        stale_entry = ReplayLogReader(redis, orders_name).read_after(replay_from - 1, 1)[0]
         page.evaluate("order => localStorage.setItem('dashboard-test:tamper', order)",
-                      json.dumps({"stream": orders_name, "clientSeq": replay_from}))
+                      json.dumps({"stream": orders_name, "clientSeq": replay_from, "clientDigest": stale_entry.digest}))
         page.reload()
         wait_js(page, "c.stats().connects >= 1 && c.lastSeq === arg", head(redis, orders_name))
         assert page.evaluate("window.__sparkwire.historyRestored") is True
