@@ -51,7 +51,6 @@ class EncodedEntry:
     seq: int
     json: str
     nbytes: int
-    digest: str
 
 
 def encode_entry(entry: Entry) -> EncodedEntry:
@@ -68,7 +67,7 @@ def encode_entry(entry: Entry) -> EncodedEntry:
         f'{{"seq":{entry.seq},"processingId":{dumps(entry.processing_id)},"key":{dumps(entry.key)},'
         f'"data":{entry.data},"commitMs":{entry.commit_ms},"digest":"{entry.digest}"}}'
     )
-    return EncodedEntry(seq=entry.seq, json=text, nbytes=len(text.encode()), digest=entry.digest)
+    return EncodedEntry(seq=entry.seq, json=text, nbytes=len(text.encode()))
 
 
 def _entries_head(epoch: str) -> str:
@@ -121,7 +120,6 @@ def encode_snapshot(snapshot: Snapshot, max_frame_bytes: int = MAX_SERVER_FRAME_
 
 def encode_error(code: CloseCode, reason: str) -> str:
     return dumps({"type": "error", "code": int(code), "name": code.name.lower(), "reason": reason})
-
 
 
 # --- how a client reads them ------------------------------------------------------------------
@@ -211,11 +209,9 @@ def _bool(document: dict[str, object], where: str, name: str) -> bool:
 
 def _optional_digest(document: dict[str, object], where: str) -> str | None:
     value = document.get("digest")
-    if value is None:
-        return None
-    if not isinstance(value, str) or not DIGEST.match(value):
-        _bad(f"{where}.digest must be 16 lowercase hex digits, got {value!r:.40}")
-    return value
+    if value is None or (isinstance(value, str) and DIGEST.match(value)):
+        return value
+    _bad(f"{where}.digest must be 16 lowercase hex digits, got {value!r:.40}")
 
 
 def _object(value: object, where: str) -> dict[str, object]:
