@@ -87,11 +87,14 @@ def test_a_removal_that_keeps_failing_restarts_toxiproxy_after_trying_every_prox
 
 
 def test_removed_cleanly_no_restart() -> None:
+    removed: list[tuple[str, list[str]]] = []
+
     class Fine:
         def remove(self, proxy: str, names: list[str]) -> None:
-            pass
+            removed.append((proxy, names))
 
         def restart(self) -> None:
             raise AssertionError("restarted")
 
-    remove_all(cast(Toxiproxy, Fine()), [("a", ["x"])])
+    remove_all(cast(Toxiproxy, Fine()), [("a", ["x"]), ("b", ["y", "z"])])
+    assert removed == [("a", ["x"]), ("b", ["y", "z"])]
