@@ -38,6 +38,9 @@ class Command:
     add_arguments: str = "add_arguments"
     run: str = "run"
     doc_module: str = ""  # the module whose docstring describes the command (default: ``module``)
+    # The top-level modules the command itself imports, when fewer than its extra's: `produce` needs Kafka's
+    # client, not pyspark, and runs in the gateway image (the kind suite's producer Jobs), which has no pyspark.
+    needs: tuple[str, ...] = ()
 
 
 COMMANDS = (
@@ -46,7 +49,8 @@ COMMANDS = (
     Command("rebuild", "recompute the metrics stream's lost replay log from Kafka and the aggregator's checkpoint",
             "spark", "sparkwire.aggregator.job", add_arguments="add_rebuild_arguments", run="run_rebuild",
             doc_module="sparkwire.spark.rebuild.rebuilder"),
-    Command("produce", "write raw metric events to Kafka (idempotent producer)", "spark", "sparkwire.producer.main"),
+    Command("produce", "write raw metric events to Kafka (idempotent producer)", "spark", "sparkwire.producer.main",
+            needs=("confluent_kafka",)),
     Command("gateway", "serve replay logs to WebSocket clients (one stateless pod)", "gateway",
             "sparkwire.gateway.main"),
     Command("token", "print a client token (JWT) signed with the gateways' secret", "gateway",
@@ -61,9 +65,9 @@ def _installed(module: str) -> bool:
         return False
 
 
-def missing_modules(extra: str) -> list[str]:
-    """The modules of ``extra`` that are not installed here."""
-    return [name for name in EXTRA_MODULES[extra] if not _installed(name)]
+def missing_modules(extra: str, needs: Sequence[str] = ()) -> list[str]:
+    """The modules of ``extra`` (or only ``needs``, when given) that are not installed here."""
+    return [name for name in (needs or EXTRA_MODULES[extra]) if not _installed(name)]
 
 
 def install_hint(command: str, extra: str, missing: Sequence[str]) -> str:
@@ -73,7 +77,7 @@ def install_hint(command: str, extra: str, missing: Sequence[str]) -> str:
 
 
 def _add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser], command: Command) -> None:
-    missing = missing_modules(command.extra)
+    missing = missing_modules(command.extra, command.needs)
     if not missing:
         try:
             module = import_module(command.module)
