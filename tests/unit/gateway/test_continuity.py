@@ -92,6 +92,19 @@ def records(first: int, last: int, value: float) -> list[Record]:
 
 
 @pytest.mark.timeout(30)
+async def hub_through_six(*, block_ms: int, behind_wait_s: float) -> tuple[MemoryStreamLog, StreamHub,
+                                                                            asyncio.Task[None]]:
+    """A hub following a log of seqs 1..6 (committed in two batches), read through 6."""
+    log = MemoryStreamLog()
+    await log.commit(records(1, 3, 1.0))
+    hub = StreamHub(log, "s", ring_size=16, block_ms=block_ms, behind_wait_s=behind_wait_s)
+    task = asyncio.create_task(hub.run())
+    await follow_until(hub, lambda: hub.head_seq == 3)
+    await log.commit(records(4, 6, 1.0))
+    await follow_until(hub, lambda: hub.head_seq == 6)
+    return log, hub, task
+
+
 @pytest.mark.parametrize("written_again", [False, True])
 def test_the_hub_declares_a_new_epoch_when_the_log_goes_back_and_closes_its_connections_as_rewound(
     written_again: bool, caplog: pytest.LogCaptureFixture,
@@ -100,14 +113,8 @@ def test_the_hub_declares_a_new_epoch_when_the_log_goes_back_and_closes_its_conn
     re-run has already written 4..6 again with other values, so seqs alone show nothing; otherwise the log stays
     behind for longer than the hub waits."""
     async def scenario() -> tuple[str, str, str, int, object]:
-        log = MemoryStreamLog()
-        await log.commit(records(1, 3, 1.0))
-        hub = StreamHub(log, "s", ring_size=16, block_ms=30, behind_wait_s=0.3)
-        task = asyncio.create_task(hub.run())
+        log, hub, task = await hub_through_six(block_ms=30, behind_wait_s=0.3)
         try:
-            await follow_until(hub, lambda: hub.head_seq == 3)
-            await log.commit(records(4, 6, 1.0))
-            await follow_until(hub, lambda: hub.head_seq == 6)
             subscription = hub.subscribe()
             old = log.epoch
             log.rewind(3)
@@ -133,14 +140,8 @@ def test_a_log_behind_the_hub_that_gets_the_same_entries_again_in_time_is_no_rew
     """Mechanism 2 of replay-log.md: the promoted replica held the batch staged, not published; the writer
     publishes the staged bytes again under the same seqs. Nothing to reset, nobody closed."""
     async def scenario() -> tuple[str, str, object, int]:
-        log = MemoryStreamLog()
-        await log.commit(records(1, 3, 1.0))
-        hub = StreamHub(log, "s", ring_size=16, block_ms=20, behind_wait_s=5.0)
-        task = asyncio.create_task(hub.run())
+        log, hub, task = await hub_through_six(block_ms=20, behind_wait_s=5.0)
         try:
-            await follow_until(hub, lambda: hub.head_seq == 3)
-            await log.commit(records(4, 6, 1.0))
-            await follow_until(hub, lambda: hub.head_seq == 6)
             subscription = hub.subscribe()
             epoch = log.epoch
             log.rewind(3)
