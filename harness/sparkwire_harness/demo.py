@@ -173,8 +173,10 @@ def main(argv: list[str] | None = None) -> int:
         orders_page = f"{nginx.url}/?stream={ORDERS}#token={token}"
         _say(f"gateways on ports {[g.port for g in gateways]} behind nginx (tokens required); open {page}")
         _say(f"the orders stream (update mode: the open windows move): {orders_page}")
-        watcher = BackgroundClient(f"{nginx.ws_url}/ws?stream={STREAM}", token=token).start()
-        orders_watcher = BackgroundClient(f"{nginx.ws_url}/ws?stream={ORDERS}", token=token).start()
+        # keep_applied: the demo's check compares every entry a client applied with its log.
+        watcher = BackgroundClient(f"{nginx.ws_url}/ws?stream={STREAM}", token=token, keep_applied=True).start()
+        orders_watcher = BackgroundClient(f"{nginx.ws_url}/ws?stream={ORDERS}", token=token,
+                                          keep_applied=True).start()
         _say("starting the Spark jobs (metrics aggregator and orders, ~20 s) and the producers")
         aggregator.start()
         orders_job.start()

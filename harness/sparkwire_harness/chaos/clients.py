@@ -140,7 +140,7 @@ class Tracked:
                 old = client.session
                 client = self._new_client(None)
                 client.session = ClientSession(token=self.plan["token"], session_id=old.session_id,
-                                               on_entry=client.session.on_entry)
+                                               on_entry=client.session.on_entry, keep_applied=True)
                 client.session.state = dict(old.state)  # it keeps what it rendered, not its position
                 self.boundaries.append("session")
             self.client = client
@@ -156,7 +156,8 @@ class Tracked:
 
 
 async def main_async(plan: dict[str, Any]) -> None:
-    options = {"silence_timeout_s": plan["silence_s"]}
+    # keep_applied: the report hands every applied entry to the oracle (a run's worth, not an endless stream).
+    options = {"silence_timeout_s": plan["silence_s"], "keep_applied": True}
     tracked = [Tracked(client, options) for client in plan["clients"]]
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

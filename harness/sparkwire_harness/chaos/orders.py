@@ -72,7 +72,8 @@ class OrdersSide:
         for index in range(CLIENTS):
             token = issue_token(secret, [ORDERS], ttl, subject=f"orders-client-{index}", now=int(time.time()))
             edge = edges[index % len(edges)]
-            self.clients.append(BackgroundClient(self.topology.edge_ws(edge, ORDERS), token=token).start())
+            self.clients.append(BackgroundClient(self.topology.edge_ws(edge, ORDERS), token=token,
+                                                 keep_applied=True).start())
 
     def start_producer(self, seconds: float, seed: int) -> None:
         self.producer = ManagedProcess("orders-producer", [

@@ -1,5 +1,6 @@
 """The asyncio loop of the client: connect, hello, feed frames to the ``ClientSession``, send what it
-says, ack on time, and reconnect with backoff until stopped or closed for good.
+says, ack on time, and reconnect with backoff until stopped or closed for good; and ``async for entry in
+client``, the applied entries through a bounded queue.
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ import logging
 import random
 import socket
 import time
-from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections import Counter, deque
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
 from websockets.asyncio.client import ClientConnection, connect
@@ -66,6 +67,39 @@ class _Ended:
 
 
 TOKEN_EXPIRED = int(CloseCode.TOKEN_EXPIRED)
+DEFAULT_MAX_QUEUED = 1_000
+
+
+class _EntryQueue:
+    """The entries applied while ``async for`` runs and not yet taken by it. The connection loop reads no
+    further frame while it holds ``max_queued`` or more (it holds at most that plus one frame's entries)."""
+
+    def __init__(self, max_queued: int) -> None:
+        if max_queued < 1:
+            raise ValueError(f"max_queued must be at least 1, got {max_queued}")
+        self.max_queued = max_queued
+        self.entries: deque[ReceivedEntry] = deque()
+        self.readable = asyncio.Event()  # an entry was put, or the client ended: the iterator looks again
+        self.room = asyncio.Event()  # an entry was taken, or the iterator or client ended: the loop looks again
+        self.detached = False
+
+    @property
+    def full(self) -> bool:
+        return not self.detached and len(self.entries) >= self.max_queued
+
+    def put(self, entries: tuple[ReceivedEntry, ...]) -> None:
+        self.entries.extend(entries)
+        self.readable.set()
+
+    def take(self) -> ReceivedEntry:
+        entry = self.entries.popleft()
+        if len(self.entries) < self.max_queued:
+            self.room.set()
+        return entry
+
+    def wake(self) -> None:
+        self.readable.set()
+        self.room.set()
 
 
 class StreamClient:
@@ -76,6 +110,11 @@ class StreamClient:
     in ``stats().terminal``); every other ending reconnects with backoff and resumes from ``cursor``.
     ``refresh_token`` is awaited for a fresh token when the server closes with 4419 (token expired) and
     the client resumes at once; without it, 4419 is terminal.
+
+    ``async for entry in client`` (or ``client.entries(max_queued)``) yields the entries applied from then
+    on, each once, in seq order; it runs the client unless ``run()`` already runs, and ends when the client
+    stops (raising the ``TerminalClose`` that ended it, if one did). Memory does not grow with the stream:
+    see ``ClientSession`` for what is kept (``keep_applied=True`` keeps every applied entry, for tests).
     """
 
     def __init__(
@@ -87,6 +126,8 @@ class StreamClient:
         origin: str | None = None,
         on_entry: Callable[[ReceivedEntry], None] | None = None,
         dedup_capacity: int = 100_000,
+        recent_capacity: int = 1_000,
+        keep_applied: bool = False,
         reconnect: ReconnectPolicy | None = None,
         open_timeout_s: float = 5.0,
         silence_timeout_s: float = 30.0,
@@ -97,7 +138,8 @@ class StreamClient:
         self.url = url
         self.origin = origin
         self.refresh_token = refresh_token
-        self.session = ClientSession(token=token, on_entry=on_entry, dedup_capacity=dedup_capacity, clock=clock)
+        self.session = ClientSession(token=token, on_entry=on_entry, dedup_capacity=dedup_capacity,
+                                     recent_capacity=recent_capacity, keep_applied=keep_applied, clock=clock)
         self.reconnect = reconnect if reconnect is not None else ReconnectPolicy()
         self.open_timeout_s = open_timeout_s
         # No frame at all for this long (the server pings every 20 s) means a dead or paused server, whose
@@ -115,6 +157,7 @@ class StreamClient:
         self._connection_failures = 0
         self._closes: Counter[int] = Counter()
         self._terminal: TerminalClose | None = None
+        self._queue: _EntryQueue | None = None  # while ``async for`` runs
 
     # -- what callers read ---------------------------------------------------------------------------
 
@@ -124,7 +167,17 @@ class StreamClient:
 
     @property
     def applied(self) -> list[tuple[int, str]]:
+        """Every applied (seq, processingId): only with ``keep_applied=True`` (``RuntimeError`` otherwise)."""
         return self.session.applied
+
+    @property
+    def recent(self) -> deque[tuple[int, str]]:
+        """The (seq, processingId) of the last ``recent_capacity`` entries applied, oldest first."""
+        return self.session.recent
+
+    @property
+    def applied_count(self) -> int:
+        return self.session.applied_count
 
     @property
     def cursor(self) -> Cursor | None:
@@ -157,11 +210,70 @@ class StreamClient:
                 self._progress.clear()
                 await self._progress.wait()
 
+    # -- async for entry in client ---------------------------------------------------------------------
+
+    def __aiter__(self) -> AsyncIterator[ReceivedEntry]:
+        return self.entries()
+
+    async def entries(self, max_queued: int = DEFAULT_MAX_QUEUED) -> AsyncGenerator[ReceivedEntry, None]:
+        """The entries applied from the first step on, each once, in seq order (as ``on_entry`` gets them,
+        which still gets them too). One iteration at a time.
+
+        Runs the client (``run()`` in a task) unless it already runs, and stops it when the iteration ends
+        early (``break``: the generator's ``aclose()``, which ``contextlib.aclosing`` makes immediate).
+        Ends after the last entry when the client stops (``await client.stop()``), or raises the
+        ``TerminalClose`` that ended it. Backpressure: while ``max_queued`` entries wait to be taken, the
+        client reads no further frame (it holds at most ``max_queued`` plus one frame's entries); the
+        server sees a slow consumer, and a connection it drops is resumed from the cursor, so nothing is
+        lost or repeated; entries keep being acknowledged when applied, not when taken.
+        """
+        if self._queue is not None:
+            raise RuntimeError("the client's entries are already being iterated")
+        queue = self._queue = _EntryQueue(max_queued)
+        runner: asyncio.Task[None] | None = None
+        try:
+            await asyncio.sleep(0)  # lets a run() task created just before start: then it is not started twice
+            if not self._running:
+                self._finished.clear()
+                runner = asyncio.create_task(self.run())
+            while True:
+                if queue.entries:
+                    yield queue.take()
+                elif self._finished.is_set():
+                    break
+                else:
+                    queue.readable.clear()
+                    await queue.readable.wait()
+            if runner is not None:
+                await runner  # raises the TerminalClose that ended it
+            elif self._terminal is not None:
+                raise self._terminal
+        finally:
+            queue.detached = True
+            queue.wake()  # a loop waiting for room goes on
+            if self._queue is queue:
+                self._queue = None
+            if runner is not None and not runner.done():
+                await self.stop()
+            if runner is not None and runner.done() and not runner.cancelled():
+                runner.exception()  # retrieved: an ending the iteration did not reach (a break) is not reported
+
+    async def _wait_for_room(self) -> bool:
+        """Wait while ``async for`` has ``max_queued`` entries to take (or until stopped); True if it waited."""
+        waited = False
+        while (queue := self._queue) is not None and queue.full and not self._stop.is_set():
+            waited = True
+            queue.room.clear()
+            await queue.room.wait()
+        return waited
+
     # -- lifecycle -----------------------------------------------------------------------------------
 
     async def stop(self) -> None:
         """Close the connection normally (after a last ack) and wait for ``run()`` to return."""
         self._stop.set()
+        if self._queue is not None:
+            self._queue.room.set()  # a loop held by a full queue goes on to close
         if self._running:
             await self._finished.wait()
 
@@ -176,6 +288,8 @@ class StreamClient:
             self._running = False
             self._finished.set()
             self._progress.set()
+            if self._queue is not None:
+                self._queue.wake()
 
     async def _run(self) -> None:
         attempt, delay = 0, 0.0
@@ -249,6 +363,8 @@ class StreamClient:
                     welcome = session.welcome
                     logger.info("welcome: head seq %d, last seq here %d, recovered %s%s", welcome.head_seq,
                                 session.last_seq, welcome.recovered, f" ({welcome.reset})" if welcome.reset else "")
+                if reaction.applied and self._queue is not None:
+                    self._queue.put(reaction.applied)  # before any await: applied is applied, even if sends fail
                 for frame in reaction.send:
                     await ws.send(frame)
                 self._progress.set()
@@ -260,6 +376,8 @@ class StreamClient:
                     await ws.close(CLIENT_PROTOCOL_ERROR_CLOSE, close_reason(reaction.protocol_error))
                     return _Ended(CLIENT_PROTOCOL_ERROR_CLOSE, reaction.protocol_error,
                                   welcomed=session.welcome is not None, client_refused_frame=True)
+                if await self._wait_for_room():
+                    last_heard = time.monotonic()  # the server was not silent: this client did not read
         except ConnectionClosed as closed:
             if self._stop.is_set():
                 return _Ended(closed.sent.code if closed.sent else ABNORMAL_CLOSURE, "stopped", True, stopped=True)

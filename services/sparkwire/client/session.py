@@ -3,13 +3,18 @@
 Owns what survives reconnects (session id, cursor, state, dedup memory, counts) and what one connection
 needs (welcome parameters, a snapshot being assembled, ack coalescing). ``connection.py`` feeds it
 frames; unit tests feed it frames built by the server's encoders (``sparkwire.protocol``).
+
+Its memory does not grow with the number of entries applied: the cursor and digest are one position, the
+dedup memory holds the last ``dedup_capacity`` processingIds, ``recent`` the last ``recent_capacity``
+(seq, processingId) pairs, and ``state`` one item per result key. Only ``keep_applied=True`` (tests and
+oracles that compare a whole run with its log) keeps every applied entry, in ``applied``.
 """
 
 from __future__ import annotations
 
 import time
 import uuid
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -43,10 +48,16 @@ class Reaction:
     send: list[str] = field(default_factory=list)
     gap: Gap | None = None
     protocol_error: str | None = None
+    applied: tuple[ReceivedEntry, ...] = ()
+    """The entries this frame applied (each once, in seq order), already handed to ``on_entry``."""
 
 
 class ClientSession:
-    """Applies a stream's frames exactly once: dedup by processingId, no seq skipped, acks coalesced."""
+    """Applies a stream's frames exactly once: dedup by processingId, no seq skipped, acks coalesced.
+
+    ``on_entry`` gets every applied entry. ``recent`` keeps the (seq, processingId) of the last
+    ``recent_capacity`` applied entries (0: none); ``applied_count`` counts them all. ``keep_applied=True``
+    also keeps every one of them in ``applied``, which then grows with the stream: for tests and oracles."""
 
     def __init__(
         self,
@@ -55,8 +66,12 @@ class ClientSession:
         session_id: str | None = None,
         on_entry: Callable[[ReceivedEntry], None] | None = None,
         dedup_capacity: int = 100_000,
+        recent_capacity: int = 1_000,
+        keep_applied: bool = False,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        if recent_capacity < 0:
+            raise ValueError(f"recent_capacity must be at least 0, got {recent_capacity}")
         self.token = token
         # Generated here rather than at the first connect so the first hello already names it.
         self.session_id = session_id if session_id is not None else uuid.uuid4().hex
@@ -69,7 +84,10 @@ class ClientSession:
         # sent with the cursor and acks, so a gateway resumes only a log that still holds that entry there.
         self._digest: str | None = None
         self.state: dict[str, StateItem] = {}
-        self.applied: list[tuple[int, str]] = []  # (seq, processingId) of every entry applied, in order
+        self.recent: deque[tuple[int, str]] = deque(maxlen=recent_capacity)  # the last applied, oldest first
+        self.applied_count = 0
+        self.keep_applied = keep_applied
+        self._applied: list[tuple[int, str]] | None = [] if keep_applied else None
         self.resets: Counter[str] = Counter()
         self.frames_received = 0
         self.welcomes = 0
@@ -85,6 +103,16 @@ class ClientSession:
     def cursor(self) -> Cursor | None:
         """The last entry applied (or the snapshot's position), sent in the next hello."""
         return None if self._epoch is None else Cursor(self._epoch, self._detector.last_seq, self._digest)
+
+    @property
+    def applied(self) -> list[tuple[int, str]]:
+        """(seq, processingId) of every entry applied, in order: kept only with ``keep_applied=True``."""
+        if self._applied is None:
+            raise RuntimeError(
+                "the client keeps every applied entry only when made with keep_applied=True; read recent "
+                "(the last recent_capacity entries) or applied_count, or take the entries as they come "
+                "(on_entry, or async for entry in client)")
+        return self._applied
 
     @property
     def last_seq(self) -> int:
@@ -183,6 +211,7 @@ class ClientSession:
         if self._snapshot_parts or self._snapshot_expected:
             return Reaction(protocol_error="entries before the snapshot was complete")
         moved = 0
+        applied: list[ReceivedEntry] = []
         if self._start_at_first_entry and frame.entries:
             self._start_at_first_entry = False
             self._detector.reset(frame.entries[0].seq - 1)
@@ -194,7 +223,7 @@ class ClientSession:
                 gap = Gap(expected=self._detector.last_seq + 1, got=entry.seq)
                 if moved:
                     self._mark_progress(moved)
-                return Reaction(send=self._ack_if_moved(), gap=gap)
+                return Reaction(send=self._ack_if_moved(), gap=gap, applied=tuple(applied))
             if verdict == "duplicate":
                 continue
             moved += 1
@@ -203,6 +232,7 @@ class ClientSession:
             # The seq is taken either way (the next seq follows it); only a new result is applied (rendered).
             if not self._deduper.is_duplicate(entry.processing_id):
                 self._apply(entry)
+                applied.append(entry)
             else:
                 # Still the newest item of its key in the log: after a lost log, the batch the killed
                 # driver had committed comes again in the new epoch, after that epoch's snapshot, which
@@ -210,11 +240,14 @@ class ClientSession:
                 self.state[entry.key] = StateItem(seq=entry.seq, processing_id=entry.processing_id, data=entry.data)
         if moved:
             self._mark_progress(moved)
-        return Reaction(send=self.due_acks())
+        return Reaction(send=self.due_acks(), applied=tuple(applied))
 
     def _apply(self, entry: ReceivedEntry) -> None:
         self.state[entry.key] = StateItem(seq=entry.seq, processing_id=entry.processing_id, data=entry.data)
-        self.applied.append((entry.seq, entry.processing_id))
+        self.applied_count += 1
+        self.recent.append((entry.seq, entry.processing_id))
+        if self._applied is not None:
+            self._applied.append((entry.seq, entry.processing_id))
         if self.on_entry is not None:
             self.on_entry(entry)
 

@@ -763,7 +763,7 @@ class Tracked:
 
 
 def tracked_client(url: str, token: str | None) -> Tracked:
-    client = StreamClient(url, token=token)
+    client = StreamClient(url, token=token, keep_applied=True)
     return Tracked(client, record(client))
 
 

@@ -102,7 +102,7 @@ def test_own_query_orders_job_on_kind_through_a_driver_kill_and_a_lost_log(
     url = f"{HTTP.replace('http', 'ws', 1)}/ws?stream={stream}"
 
     async def run() -> tuple[StreamClient, dict[tuple[str, str], Revision], dict[str, int]]:
-        client = StreamClient(url, token=token)
+        client = StreamClient(url, token=token, keep_applied=True)
         task = asyncio.create_task(client.run())
         try:
             await asyncio.to_thread(scenario)

@@ -70,7 +70,7 @@ async def run_clients(cluster: Cluster, committer: Committer, count: int, second
             time.sleep(seconds)
         committer.stop()
 
-    clients = [StreamClient(cluster.url) for _ in range(count)]
+    clients = [StreamClient(cluster.url, keep_applied=True) for _ in range(count)]
     await run_until_caught_up(clients, ready=lambda c: c.stats().connects >= 1, during=traffic,
                               head=lambda: committer.committed, ready_timeout=30, catch_up_timeout=60,
                               context=lambda: f"events {cluster.events}")

@@ -88,7 +88,7 @@ def test_log_wiped_by_flushall_and_by_a_restart_without_aof_is_rebuilt_under_a_l
     # the second loss hits a run with results still to write however fast the aggregator is.
     pipeline.produce(4_000, duplicate_ratio=0.03, max_disorder_ms=200, late_ratio=0.02, late_by_ms=10_000)
     gateway = GatewayProcess(tmp_path, own_redis.url, [unique_name]).start()
-    watcher = BackgroundClient(gateway.ws(unique_name)).start()
+    watcher = BackgroundClient(gateway.ws(unique_name), keep_applied=True).start()
     try:
         run = pipeline.start()
         seq_at_flush = pipeline.wait_for_seq(30).last_seq

@@ -30,7 +30,8 @@ def test_a_client_away_longer_than_the_retention_gets_a_snapshot_and_ends_with_t
     gateway = GatewayProcess(tmp_path, redis_server.url, [unique_name]).start()
     committer = Committer(redis, unique_name, per_batch=5, retention=RETENTION)
     committer.commit(4)
-    client = StreamClient(gateway.ws(unique_name), reconnect=ReconnectPolicy(initial_delay_s=0.1, max_delay_s=0.5))
+    client = StreamClient(gateway.ws(unique_name), reconnect=ReconnectPolicy(initial_delay_s=0.1, max_delay_s=0.5),
+                          keep_applied=True)
 
     async def run() -> int:
         task = asyncio.create_task(client.run())

@@ -69,7 +69,7 @@ class Outcome:
 
 
 def python_client(case: dict[str, Any]) -> Outcome:
-    session = ClientSession()
+    session = ClientSession(keep_applied=True)
     session.begin_connection()
     sent: list[dict[str, Any]] = []
     ended: tuple[int, bool] | None = None  # (code, client_gap)

@@ -119,7 +119,7 @@ def test_any_frames_get_a_documented_answer(live: LiveStack, conversation: list[
 def watched(live: LiveStack) -> Iterator[tuple[LiveStack, BackgroundClient, Committer]]:
     """Entries committed all through the module, and a well-behaved client reading them meanwhile."""
     committer = Committer(live.redis, live.stream, per_batch=3, interval=0.05).start()
-    watcher = BackgroundClient(live.gateway.ws(live.stream)).start()
+    watcher = BackgroundClient(live.gateway.ws(live.stream), keep_applied=True).start()
     try:
         yield live, watcher, committer
     finally:

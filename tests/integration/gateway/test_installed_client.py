@@ -28,7 +28,7 @@ import asyncio, json, sys
 from sparkwire.client import StreamClient
 
 async def main() -> None:
-    client = StreamClient(sys.argv[1])
+    client = StreamClient(sys.argv[1], keep_applied=True)
     task = asyncio.create_task(client.run())
     await client.wait_until(lambda: len(client.applied) >= 100, timeout=60)
     await client.stop()

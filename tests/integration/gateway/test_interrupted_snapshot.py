@@ -37,7 +37,7 @@ def test_a_snapshot_cut_before_its_end_leaves_the_client_fresh_and_the_next_one_
         port = toxiproxy.create_proxy("gateway", gateway.port)
         cut = toxiproxy.add_fault("gateway", "cut", "cut", {"bytes": CUT_AFTER_BYTES})
         client = StreamClient(f"ws://127.0.0.1:{port}/ws?stream={stream}",
-                              reconnect=ReconnectPolicy(initial_delay_s=0.5, max_delay_s=1.0))
+                              reconnect=ReconnectPolicy(initial_delay_s=0.5, max_delay_s=1.0), keep_applied=True)
         journal = record(client)
 
         async def run() -> None:

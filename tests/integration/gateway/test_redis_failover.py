@@ -128,7 +128,7 @@ async def read_across_a_failover(url: str, replicated: ReplicatedRedis, backgrou
     """``CLIENTS`` clients reading from before the kill, ``LATE_CLIENTS`` connecting right after the failover
     (their hello and snapshot read from the new primary), all until the last committed seq."""
     def new_client() -> StreamClient:
-        return StreamClient(url, reconnect=ReconnectPolicy(initial_delay_s=0.2, max_delay_s=1.0))
+        return StreamClient(url, reconnect=ReconnectPolicy(initial_delay_s=0.2, max_delay_s=1.0), keep_applied=True)
 
     early = [new_client() for _ in range(CLIENTS)]
     late = [new_client() for _ in range(LATE_CLIENTS)]

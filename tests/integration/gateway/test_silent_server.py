@@ -26,7 +26,7 @@ def test_the_client_leaves_a_silent_server_and_resumes(gateway: GatewayProcess, 
     assert pid is not None
 
     async def run() -> StreamClient:
-        client = StreamClient(gateway.ws(unique_name), silence_timeout_s=SILENCE_S,
+        client = StreamClient(gateway.ws(unique_name), silence_timeout_s=SILENCE_S, keep_applied=True,
                               reconnect=ReconnectPolicy(initial_delay_s=0.2, max_delay_s=0.5), open_timeout_s=1)
         task = asyncio.create_task(client.run())
         await client.wait_until(lambda: len(client.applied) >= 20, timeout=10)

@@ -27,7 +27,8 @@ class SlowClient(BackgroundClient):
 
     def __init__(self, url: str) -> None:
         self.slow = threading.Event()
-        super().__init__(url, on_entry=self._on_entry, open_socket=lambda: _small_buffer_socket(url))
+        super().__init__(url, on_entry=self._on_entry, open_socket=lambda: _small_buffer_socket(url),
+                         keep_applied=True)
 
     def _on_entry(self, entry: ReceivedEntry) -> None:
         if self.slow.is_set():
@@ -48,7 +49,7 @@ def test_a_slow_client_is_closed_resumes_and_loses_nothing_while_others_are_unaf
     def record_lag(entry: ReceivedEntry) -> None:
         lags_ms.append(int(time.time() * 1000) - entry.commit_ms)
 
-    healthy = StreamClient(gateway.ws(unique_name), on_entry=record_lag)
+    healthy = StreamClient(gateway.ws(unique_name), on_entry=record_lag, keep_applied=True)
 
     async def run() -> None:
         task = asyncio.create_task(healthy.run())

@@ -80,7 +80,7 @@ def test_a_client_with_a_refresh_hook_resumes_exactly_once(secured: GatewayProce
         return token_expiring_in(unique_name, 1.5)
 
     async def run() -> StreamClient:
-        client = StreamClient(secured.ws(unique_name), token=token_expiring_in(unique_name, 1.5),
+        client = StreamClient(secured.ws(unique_name), token=token_expiring_in(unique_name, 1.5), keep_applied=True,
                               refresh_token=refresh)
         task = asyncio.create_task(client.run())
         await client.wait_until(lambda: len(refreshed) >= 3, timeout=30)

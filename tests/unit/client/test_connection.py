@@ -4,6 +4,7 @@ gap recovery, terminal closes, stop. (The real gateway is exercised by the integ
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import Awaitable, Callable
 
@@ -51,7 +52,7 @@ async def run_against(script: Script, body: Callable[[StreamClient, list[dict[st
 
     async with serve(handler, "127.0.0.1", 0) as server:
         port = server.sockets[0].getsockname()[1]
-        client = StreamClient(f"ws://127.0.0.1:{port}/ws?stream=s", reconnect=FAST)
+        client = StreamClient(f"ws://127.0.0.1:{port}/ws?stream=s", reconnect=FAST, keep_applied=True)
         await asyncio.wait_for(body(client, received), 10)
 
 
@@ -145,5 +146,124 @@ def test_a_server_frame_the_client_cannot_read_is_terminal() -> None:
         with pytest.raises(TerminalClose) as raised:
             await client.run()
         assert raised.value.code == 1002 and "entries[].seq" in raised.value.reason
+
+    asyncio.run(run_against(script, body))
+
+
+# -- async for entry in client -------------------------------------------------------------------------
+
+
+def fresh_start() -> list[str]:
+    return [welcome(recovered=False, reset="no_position"), *encode_snapshot(Snapshot(epoch="e1", seq=0, items={}))]
+
+
+def test_async_for_runs_the_client_yields_each_entry_once_in_order_and_ends_when_it_stops() -> None:
+    async def script(ws: ServerConnection, number: int, hello: dict[str, object]) -> None:
+        for frame in fresh_start():
+            await ws.send(frame)
+        await ws.send(entries(1, 2, 3))
+        await ws.send(entries(3, 4))  # a repeat of 3: not yielded again
+        await ws.send(entries(5, 6))
+
+    async def body(client: StreamClient, received: list[dict[str, object]]) -> None:
+        seqs: list[int] = []
+        async for entry in client:  # no run(): iterating runs the client
+            seqs.append(entry.seq)
+            if entry.seq == 4:
+                await client.stop()  # the entries already applied are still yielded, then the loop ends
+        assert seqs[:4] == [1, 2, 3, 4] and seqs == list(range(1, len(seqs) + 1))
+        assert client.stats().duplicates == 1 and client.stats().terminal is None
+        assert [seq for seq, _ in client.recent] == seqs and client.applied_count == len(seqs)
+        assert [f["seq"] for f in received if f["type"] == "ack"][-1] == seqs[-1]  # the final ack
+
+    asyncio.run(run_against(script, body))
+
+
+def test_breaking_out_of_the_iteration_stops_the_client_it_started() -> None:
+    closed = asyncio.Event()
+
+    async def script(ws: ServerConnection, number: int, hello: dict[str, object]) -> None:
+        for frame in fresh_start():
+            await ws.send(frame)
+        await ws.send(entries(1, 2, 3))
+        await ws.wait_closed()
+        assert ws.close_code == 1000
+        closed.set()
+
+    async def body(client: StreamClient, received: list[dict[str, object]]) -> None:
+        async with contextlib.aclosing(client.entries()) as stream:
+            async for entry in stream:
+                if entry.seq == 2:
+                    break
+        await asyncio.wait_for(closed.wait(), 5)  # closed normally once the iteration was closed
+        await client.stop()  # returns at once: run() already returned
+
+    asyncio.run(run_against(script, body))
+
+
+def test_a_full_queue_stops_the_client_reading_until_entries_are_taken() -> None:
+    async def script(ws: ServerConnection, number: int, hello: dict[str, object]) -> None:
+        for frame in fresh_start():
+            await ws.send(frame)
+        for seq in range(1, 11):
+            await ws.send(entries(seq))
+
+    async def body(client: StreamClient, received: list[dict[str, object]]) -> None:
+        stream = client.entries(max_queued=3)
+        first = await anext(stream)  # starts the client; the queue then fills up behind this entry
+        await asyncio.sleep(0.3)
+        assert first.seq == 1
+        # welcome, snapshot, then entry frames until 3 are waiting: the 5th waits unread in the socket.
+        assert client.stats().frames_received == 2 + 4 and client.session.last_seq == 4
+        seqs = [first.seq]
+        async for entry in stream:
+            seqs.append(entry.seq)
+            if entry.seq == 10:
+                await client.stop()
+        assert seqs == list(range(1, 11)) and client.stats().frames_received == 12
+
+    asyncio.run(run_against(script, body))
+
+
+def test_iterating_beside_a_running_client_and_ending_with_its_terminal_close() -> None:
+    async def script(ws: ServerConnection, number: int, hello: dict[str, object]) -> None:
+        for frame in fresh_start():
+            await ws.send(frame)
+        await ws.send(entries(1, 2))
+        await ws.send(json.dumps({"type": "error", "code": 4401, "name": "auth_failed", "reason": "revoked"}))
+        await ws.close(4401, "authentication failed")
+
+    async def body(client: StreamClient, received: list[dict[str, object]]) -> None:
+        runner = asyncio.create_task(client.run())
+        seqs: list[int] = []
+        with pytest.raises(TerminalClose) as raised:
+            async for entry in client:  # run() already runs: the iteration only reads
+                seqs.append(entry.seq)
+                with pytest.raises(RuntimeError, match="already being iterated"):
+                    await anext(client.entries())
+        assert seqs == [1, 2] and raised.value.code == 4401
+        with pytest.raises(TerminalClose):
+            await runner
+
+    asyncio.run(run_against(script, body))
+
+
+def test_entries_applied_before_a_gap_in_the_same_frame_are_yielded_once() -> None:
+    async def script(ws: ServerConnection, number: int, hello: dict[str, object]) -> None:
+        if number == 1:
+            for frame in fresh_start():
+                await ws.send(frame)
+            await ws.send(entries(1, 2, 4))  # 3 is missing: 1 and 2 are applied, 4 is not
+        else:
+            await ws.send(welcome(recovered=True))
+            await ws.send(entries(3, 4, 5))
+
+    async def body(client: StreamClient, received: list[dict[str, object]]) -> None:
+        seqs: list[int] = []
+        async for entry in client:
+            seqs.append(entry.seq)
+            if entry.seq == 5:
+                await client.stop()
+        assert seqs == [1, 2, 3, 4, 5] and client.stats().gaps == 1
 
     asyncio.run(run_against(script, body))

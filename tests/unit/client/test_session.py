@@ -58,7 +58,7 @@ def where(cursor: Cursor | dict[str, object] | None) -> tuple[object, object] | 
 
 
 def connected(clock: FakeClock | None = None, **welcome_args: object) -> ClientSession:
-    session = ClientSession(clock=clock or FakeClock())
+    session = ClientSession(clock=clock or FakeClock(), keep_applied=True)
     session.begin_connection()
     reaction = session.handle(welcome(**welcome_args))  # type: ignore[arg-type]
     assert reaction.protocol_error is None
@@ -80,7 +80,7 @@ def test_first_hello_names_a_session_and_no_cursor_then_the_next_carries_the_cur
 
 def test_entries_are_applied_in_order_with_state_per_key_and_callback() -> None:
     seen: list[ReceivedEntry] = []
-    session = ClientSession(on_entry=seen.append)
+    session = ClientSession(on_entry=seen.append, keep_applied=True)
     session.begin_connection()
     session.handle(welcome())
     session.handle(entries(entry(1, key="a"), entry(2, key="b"), entry(3, key="a")))
@@ -267,7 +267,7 @@ def test_unknown_frame_types_are_ignored_and_counted() -> None:
 
 
 def test_a_resume_from_the_sessions_ack_starts_at_the_first_entry_not_at_a_gap() -> None:
-    session = ClientSession(session_id="kept", clock=FakeClock())  # state kept elsewhere, no cursor
+    session = ClientSession(session_id="kept", clock=FakeClock(), keep_applied=True)  # state kept elsewhere, no cursor
     hello = json.loads(session.begin_connection())
     assert hello["session"] == "kept" and "cursor" not in hello
     session.handle(welcome(session="kept", recovered=True))
@@ -323,3 +323,17 @@ def test_a_server_older_than_digests_gets_cursors_and_acks_without_one() -> None
     [ack] = [json.loads(frame) for frame in session.handle(old_server_entry).send]
     assert "digest" not in ack
     assert json.loads(session.begin_connection())["cursor"] == {"epoch": "e1", "seq": 1}
+
+
+def test_without_keep_applied_only_the_recent_entries_are_kept_and_applied_says_how_to_get_them() -> None:
+    session = ClientSession(recent_capacity=3, clock=FakeClock())
+    session.begin_connection()
+    session.handle(welcome())
+    reaction = session.handle(entries(*(entry(seq) for seq in range(1, 11))))
+    assert [e.seq for e in reaction.applied] == list(range(1, 11))  # what connection.py hands to async for
+    assert list(session.recent) == [(8, "p8"), (9, "p9"), (10, "p10")] and session.applied_count == 10
+    with pytest.raises(RuntimeError, match="keep_applied=True"):
+        session.applied  # noqa: B018
+    assert ClientSession(recent_capacity=0).recent.maxlen == 0
+    with pytest.raises(ValueError, match="recent_capacity"):
+        ClientSession(recent_capacity=-1)
