@@ -33,10 +33,17 @@ def test_npm_test_passes_under_node_with_the_declarations_checked() -> None:
 
 
 def test_npm_pack_builds_the_module_its_types_and_readme() -> None:
+    """The module, the React hook and the Vue composable (entry points sparkwire-client/react and /vue, whose
+    frameworks are optional peer dependencies: the package depends on nothing at run time), their types."""
     [packed] = json.loads(npm("pack", "--dry-run", "--json").stdout)
     assert packed["name"] == "sparkwire-client"
     assert sorted(f["path"] for f in packed["files"]) == [
-        "README.md", "package.json", "sparkwire-client.d.ts", "sparkwire-client.js"]
+        "README.md", "package.json", "react.d.ts", "react.js", "sparkwire-client.d.ts", "sparkwire-client.js",
+        "vue.d.ts", "vue.js"]
+    manifest = json.loads((PACKAGE / "package.json").read_text())
+    assert "dependencies" not in manifest
+    assert all(meta["optional"] for meta in manifest["peerDependenciesMeta"].values())
+    assert set(manifest["peerDependenciesMeta"]) == set(manifest["peerDependencies"]) == {"react", "vue"}
 
 
 def follow(gateway: GatewayProcess, committer: Committer, redis: redis_lib.Redis, stream: str,

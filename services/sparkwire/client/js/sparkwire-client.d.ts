@@ -1,5 +1,8 @@
 // Types of sparkwire-client.js, the browser (and Node) client of the sparkwire gateway protocol v1
-// (docs/protocol.md). Kept beside the module it describes; `npm test` type-checks a consumer against it.
+// (docs/protocol.md). Kept beside the module it describes; `npm test` type-checks consumers against it.
+//
+// `T` is the type of the stream's results (an entry's and a state item's `data`): what the aggregator commits,
+// as the page knows it. The client does not check it at run time; it defaults to `unknown`.
 
 export declare const PROTOCOL_VERSION: 1;
 
@@ -10,21 +13,21 @@ export declare const CLOSE_CODES: Readonly<Record<number, readonly [name: string
 export declare function isResumable(code: number): boolean;
 
 /** One committed result, applied once in seq order. */
-export interface Entry {
+export interface Entry<T = unknown> {
   seq: number;
   processingId: string;
   key: string;
-  data: unknown;
+  data: T;
   commitMs: number;
   /** The entry's digest (16 hex digits); absent from a server older than digests. */
   digest?: string;
 }
 
 /** The latest result of one key. */
-export interface StateItem {
+export interface StateItem<T = unknown> {
   seq: number;
   processingId: string;
-  data: unknown;
+  data: T;
 }
 
 /** The last entry applied: `seq` within `epoch`, and its digest when the server sent one (docs/protocol.md,
@@ -104,7 +107,7 @@ export interface SocketLike {
   close(code?: number, reason?: string): void;
 }
 
-export interface SparkwireClientOptions {
+export interface SparkwireClientOptions<T = unknown> {
   /** The stream to follow. */
   stream: string;
   /** The gateway's WebSocket URL; default `/ws` on the page's host (required where there is no page). */
@@ -113,8 +116,8 @@ export interface SparkwireClientOptions {
   token?: string | null;
   /** Called when the server closes with 4419 (token expired); the client resumes at once with its answer. */
   refreshToken?: () => Promise<string>;
-  onEntry?: (entry: Entry) => void;
-  onSnapshot?: (state: Map<string, StateItem>, info: SnapshotInfo) => void;
+  onEntry?: (entry: Entry<T>) => void;
+  onSnapshot?: (state: Map<string, StateItem<T>>, info: SnapshotInfo) => void;
   onStatus?: (status: Status) => void;
   initialDelayMs?: number;
   maxDelayMs?: number;
@@ -173,21 +176,28 @@ export interface ClientStats {
 }
 
 /** A position read elsewhere (GET /history) to start after. */
-export interface Position {
+export interface Position<T = unknown> {
   epoch: string;
   seq: number;
-  items?: Record<string, StateItem>;
+  items?: Record<string, StateItem<T>>;
   /** The digest of the entry at `seq` (GET /history's last entry's), so the resume proves continuity. */
   digest?: string;
 }
 
+/** What `on` and `off` take: each event's listener, called as the constructor's callback of that event. */
+export interface ClientEvents<T = unknown> {
+  entry: (entry: Entry<T>) => void;
+  snapshot: (state: Map<string, StateItem<T>>, info: SnapshotInfo) => void;
+  status: (status: Status) => void;
+}
+
 /** Every entry of one stream applied once, in seq order, across dropped connections and reconnects. */
-export declare class SparkwireClient {
-  constructor(options: SparkwireClientOptions);
+export declare class SparkwireClient<T = unknown> {
+  constructor(options: SparkwireClientOptions<T>);
   readonly url: string;
   readonly sessionId: string;
   /** key -> latest item. */
-  state: Map<string, StateItem>;
+  state: Map<string, StateItem<T>>;
   terminal: Terminal | null;
   get cursor(): Cursor | null;
   get welcome(): Welcome | null;
@@ -195,7 +205,57 @@ export declare class SparkwireClient {
   stats(): ClientStats;
   start(): void;
   /** Start after `position` instead of from a snapshot; returns whether it was taken. */
-  startAfter(position: Position): boolean;
+  startAfter(position: Position<T>): boolean;
   /** Close normally after a last ack; no reconnect. */
   stop(): void;
+  /** Calls `listener` on every `event` from now on, after the constructor's callback; returns its remover. */
+  on<E extends keyof ClientEvents<T>>(event: E, listener: ClientEvents<T>[E]): () => void;
+  /** Removes `listener` from `event`'s listeners. */
+  off<E extends keyof ClientEvents<T>>(event: E, listener: ClientEvents<T>[E]): void;
 }
+
+/** One event of a `text/event-stream`. */
+export interface StreamEvent {
+  /** The `event` field; "message" without one. */
+  type: string;
+  /** The `data` lines, joined with "\n". */
+  data: string;
+  /** The last `id` as of this event ("" when none came). */
+  lastEventId: string;
+}
+
+/** A `text/event-stream` read as the WHATWG HTML standard says, chunk by chunk. */
+export declare class EventStreamParser {
+  constructor();
+  /** The last event ID as of the last dispatch. */
+  readonly lastEventId: string;
+  /** The reconnection time (ms) the stream last asked for (`retry:`); null while none. */
+  readonly retry: number | null;
+  /** Reads a chunk of decoded text; returns the events it completed, in order. */
+  push(chunk: string): StreamEvent[];
+  /** The stream ended: discards an event not closed by an empty line. */
+  end(): void;
+}
+
+/** What a UI renders: a new object after each change of the client, the same one otherwise. */
+export interface ClientView<T = unknown> {
+  /** null while there is none (the hooks' options are null). */
+  client: SparkwireClient<T> | null;
+  /** A copy of client.state as of this view. */
+  state: ReadonlyMap<string, StateItem<T>>;
+  cursor: Cursor | null;
+  /** The last status the client told; null before the first. */
+  status: Status | null;
+  terminal: Terminal | null;
+}
+
+/** A client as an external store (React's useSyncExternalStore takes `subscribe` and `getSnapshot`). */
+export interface ClientStore<T = unknown> {
+  getSnapshot(): ClientView<T>;
+  /** `onChange` is told of changes, at most once per microtask; returns its unsubscribe. */
+  subscribe(onChange: () => void): () => void;
+  /** Stops listening to the client. */
+  close(): void;
+}
+
+export declare function createClientStore<T>(client: SparkwireClient<T>): ClientStore<T>;

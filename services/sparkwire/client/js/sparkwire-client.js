@@ -180,6 +180,83 @@ function safely(callback, ...args) {  // an application error must not leave a f
 }
 
 const now = () => performance.now();
+// The constructor's callback of each event that on() adds listeners to.
+const CALLBACKS = { entry: "onEntry", snapshot: "onSnapshot", status: "onStatus" };
+
+/**
+ * A `text/event-stream` read as the WHATWG HTML standard says (§ 9.2.6, "Interpreting an event stream"):
+ * lines end with CRLF, LF or CR (a chunk may end between a CR and its LF); a line starting with ':' is a
+ * comment; `field: value` loses one leading space of its value, and a line without a colon is a field
+ * with an empty value; `data` lines are joined with '\n'; `event` names the event ("message" when none);
+ * `id` sets the last event ID (unless it holds a NUL), which stays for the events after it; `retry` (ASCII
+ * digits only) sets `retry`; other fields are ignored; an empty line dispatches the event, unless no data
+ * came; a byte order mark at the start is dropped; what follows the last empty line when the stream ends
+ * is discarded. Feed it decoded text (a TextDecoderStream keeps UTF-8 sequences split across chunks whole).
+ *
+ *   const parser = new EventStreamParser();
+ *   for (const event of parser.push(chunk)) handle(event.type, event.data, event.lastEventId);
+ */
+export class EventStreamParser {
+  constructor() {
+    this.buffer = "";  // the start of a line whose end has not come yet (never holds a CR or LF)
+    this.started = false;  // whether any text came: a BOM is dropped only at the start
+    this.afterCR = false;  // the last chunk ended with a CR: an LF starting the next one belongs to it
+    this.data = "";
+    this.eventType = "";
+    this.idBuffer = "";
+    /** The last event ID as of the last dispatch (the standard's "last event ID string"). */
+    this.lastEventId = "";
+    /** The reconnection time (ms) the stream last asked for; null while it asked for none. */
+    this.retry = null;
+  }
+
+  /** Reads `chunk`; returns the events it completed, each {type, data, lastEventId}, in order. */
+  push(chunk) {
+    let text = String(chunk);
+    if (!text) return [];
+    if (!this.started) { this.started = true; if (text[0] === "\uFEFF") text = text.slice(1); }
+    if (this.afterCR) { this.afterCR = false; if (text[0] === "\n") text = text.slice(1); }
+    const events = [];
+    const buffer = this.buffer + text;
+    const lineEnd = /\r\n|\r|\n/g;
+    lineEnd.lastIndex = this.buffer.length;  // the held part has no line end: no need to search it again
+    let start = 0;
+    for (let match; (match = lineEnd.exec(buffer));) {
+      this._line(buffer.slice(start, match.index), events);
+      start = match.index + match[0].length;
+      if (match[0] === "\r" && start === buffer.length) this.afterCR = true;
+    }
+    this.buffer = buffer.slice(start);
+    return events;
+  }
+
+  /** The stream ended: an event not closed by an empty line is discarded, as the standard says. */
+  end() {
+    [this.buffer, this.data, this.eventType, this.afterCR] = ["", "", "", false];
+  }
+
+  _line(line, events) {
+    if (line === "") return this._dispatch(events);
+    if (line[0] === ":") return undefined;  // a comment
+    const colon = line.indexOf(":");
+    const name = colon < 0 ? line : line.slice(0, colon);
+    let value = colon < 0 ? "" : line.slice(colon + 1);
+    if (value[0] === " ") value = value.slice(1);
+    if (name === "data") this.data += `${value}\n`;
+    else if (name === "event") this.eventType = value;
+    else if (name === "id") { if (!value.includes("\0")) this.idBuffer = value; }
+    else if (name === "retry") { if (/^[0-9]+$/.test(value)) this.retry = Number(value); }
+    return undefined;
+  }
+
+  _dispatch(events) {
+    this.lastEventId = this.idBuffer;
+    if (this.data !== "") {
+      events.push({ type: this.eventType || "message", data: this.data.slice(0, -1), lastEventId: this.lastEventId });
+    }
+    [this.data, this.eventType] = ["", ""];
+  }
+}
 
 /**
  * The protocol over Server-Sent Events, with the WebSocket interface the client uses (send, close,
@@ -229,26 +306,19 @@ export class SseSocket {
     this.connection = response.headers.get("x-sparkwire-connection");
     this._post();
     const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
-    let buffer = "";
+    const parser = new EventStreamParser();
     for (;;) {
       const { value, done } = await reader.read();
       if (done) return this._end(ABNORMAL_CLOSURE, "the event stream ended without a close");
-      buffer += value;
-      let cut;
-      while ((cut = buffer.indexOf("\n\n")) >= 0) {
-        const [block, rest] = [buffer.slice(0, cut), buffer.slice(cut + 2)];
-        buffer = rest;
-        const lines = block.split("\n");
-        const name = lines.find((line) => line.startsWith("event:"))?.slice(6).trim() ?? "message";
-        const fields = lines.filter((line) => line.startsWith("data:"));
+      for (const event of parser.push(value)) {
         if (this.readyState !== OPEN) return;
-        if (!fields.length) continue;  // a comment (": …", a proxy's keep-alive): no event
-        const data = fields.map((line) => line.slice(5).replace(/^ /, "")).join("\n");
-        if (name === "close") {
-          const close = JSON.parse(data);
+        if (event.type === "close") {
+          const close = JSON.parse(event.data);
           return this._end(close.code, close.reason);
         }
-        this.onmessage?.({ data });
+        // Frames are "message" events; another type would be a newer server's addition (as EventSource's
+        // onmessage, this socket hears only messages). Comments (a proxy's keep-alive) are no events at all.
+        if (event.type === "message") this.onmessage?.({ data: event.data });
       }
     }
   }
@@ -326,6 +396,8 @@ export class SparkwireClient {
     this.conn = null;
     this.running = false;
     this.attempt = 0;
+    /** @type {{entry: Set<Function>, snapshot: Set<Function>, status: Set<Function>}} listeners added with on() */
+    this.listeners = { entry: new Set(), snapshot: new Set(), status: new Set() };
     this.restored = this._restore();
   }
 
@@ -357,7 +429,7 @@ export class SparkwireClient {
     [this.transport, this.websocketOpened] = [this.transports[0], false];
     if (this.restored) {
       this.restored = false;
-      safely(this.options.onSnapshot, this.state, { epoch: this.epoch, seq: this.lastSeq, reason: "restored" });
+      this._emit("snapshot", this.state, { epoch: this.epoch, seq: this.lastSeq, reason: "restored" });
     }
     this._connect();
   }
@@ -406,7 +478,33 @@ export class SparkwireClient {
     this._status({ state: "stopped" });
   }
 
-  _status(status) { safely(this.options.onStatus, status); }
+  /**
+   * Calls `listener` on every `event` from now on, after the constructor's callback of that event: "entry"
+   * (entry), "snapshot" (state, info) or "status" (status), as onEntry, onSnapshot and onStatus. Returns a
+   * function that removes it (as off does). A listener added twice is called once; one added or removed
+   * while an event is being told hears of it from the next event on.
+   */
+  on(event, listener) {
+    if (typeof listener !== "function") throw new TypeError("a listener must be a function");
+    this._listenersOf(event).add(listener);
+    return () => this.off(event, listener);
+  }
+
+  /** Removes `listener` from `event`'s listeners (nothing if it is not one). */
+  off(event, listener) { this._listenersOf(event).delete(listener); }
+
+  _listenersOf(event) {
+    const listeners = this.listeners[event];
+    if (!listeners) throw new TypeError(`no event '${event}': entry, snapshot or status`);
+    return listeners;
+  }
+
+  _emit(event, ...args) {
+    safely(this.options[CALLBACKS[event]], ...args);
+    for (const listener of [...this.listeners[event]]) safely(listener, ...args);
+  }
+
+  _status(status) { this._emit("status", status); }
 
   _connect() {
     const conn = { ws: this._open(), transport: this.transport, opened: false, welcome: null, snapshotParts: [],
@@ -523,7 +621,7 @@ export class SparkwireClient {
     this.epoch = part.epoch;
     this.digest = part.digest ?? null;
     this._markProgress(conn, 0);
-    safely(this.options.onSnapshot, this.state, { epoch: part.epoch, seq: part.seq, reason: conn.snapshotReason });
+    this._emit("snapshot", this.state, { epoch: part.epoch, seq: part.seq, reason: conn.snapshotReason });
     return {};
   }
 
@@ -547,7 +645,7 @@ export class SparkwireClient {
       // state follows the log's newest item per key even for a skipped duplicate: after a lost log, the batch
       // the killed driver had committed comes again after the new epoch's snapshot (session.py does the same).
       this.state.set(entry.key, { seq: entry.seq, processingId: entry.processingId, data: entry.data });
-      if (!this.deduper.isDuplicate(entry.processingId)) safely(this.options.onEntry, entry);
+      if (!this.deduper.isDuplicate(entry.processingId)) this._emit("entry", entry);
     }
     if (moved) this._markProgress(conn, moved);
     return { send: this._dueAcks(conn) };
@@ -676,4 +774,46 @@ export class SparkwireClient {
       return false;  // unreadable: start without a position (a snapshot)
     }
   }
+}
+
+/**
+ * What a UI renders from `client`: `getSnapshot()` is a view {client, state, cursor, status, terminal} (state:
+ * a copy of client.state; status: the last one told) that stays the same object until the client changes and
+ * is a new one after; `subscribe(onChange)` is told of changes, at most once per microtask (the entries of one
+ * frame are one change), and returns its unsubscribe. React's useSyncExternalStore takes both as they are
+ * (sparkwire-client/react); Vue's useSparkwire copies views into refs (sparkwire-client/vue). `close()` stops
+ * listening to the client.
+ */
+export function createClientStore(client) {
+  let status = null;
+  let dirty = true;
+  let queued = false;
+  let view;
+  const subscribers = new Set();
+  const changed = () => {
+    dirty = true;
+    if (queued) return;
+    queued = true;
+    queueMicrotask(() => { queued = false; for (const subscriber of [...subscribers]) safely(subscriber); });
+  };
+  const onStatus = (next) => { status = next; changed(); };
+  const removers = [client.on("entry", changed), client.on("snapshot", changed), client.on("status", onStatus)];
+  return {
+    getSnapshot() {
+      if (dirty) {
+        dirty = false;
+        view = Object.freeze({ client, state: new Map(client.state), cursor: client.cursor, status,
+          terminal: client.terminal });
+      }
+      return view;
+    },
+    subscribe(onChange) {
+      subscribers.add(onChange);
+      return () => { subscribers.delete(onChange); };
+    },
+    close() {
+      for (const remove of removers) remove();
+      subscribers.clear();
+    },
+  };
 }
