@@ -12,6 +12,7 @@
  *     onStatus: (status) => show(status.state),         // connecting | open | waiting | stopped | failed
  *   });
  *   client.start();  // later: client.stop() acks what was applied and closes normally
+ *   const remove = client.on("entry", (entry) => log(entry));  // more listeners, any time; remove() or client.off
  *
  * A page that loaded history first (GET /history: the last entries and the state they end at) starts
  * after it instead, `client.startAfter({epoch, seq, items})`, and gets exactly the entries after `seq`.
