@@ -1,8 +1,10 @@
 """The Python client of the gateway protocol (docs/protocol.md): one stream, applied exactly once.
 
 ``session`` holds the frame handling (pure, unit-tested with the gateway's encoders), ``reconnect`` the
-resume decisions and backoff, ``connection`` the asyncio loop around them (``StreamClient``),
-``background`` a thread for synchronous programs (``BackgroundClient``).
+resume decisions and backoff, ``connection`` the asyncio loop around them (``StreamClient``, and ``async for
+entry in client`` through a bounded queue), ``background`` a thread for synchronous programs
+(``BackgroundClient``). Memory does not grow with the stream: the last entries are in ``recent`` (bounded);
+``keep_applied=True`` keeps them all in ``applied``, for tests and oracles.
 """
 
 from __future__ import annotations
