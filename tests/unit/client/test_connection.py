@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import json
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 import pytest
 from websockets.asyncio.server import ServerConnection, serve
@@ -265,5 +266,35 @@ def test_entries_applied_before_a_gap_in_the_same_frame_are_yielded_once() -> No
             if entry.seq == 5:
                 await client.stop()
         assert seqs == [1, 2, 3, 4, 5] and client.stats().gaps == 1
+
+    asyncio.run(run_against(script, body))
+
+
+def test_the_async_for_example_of_the_python_consumer_page_runs_as_written() -> None:
+    """docs/python-consumer.md's ``async for`` block, run against this file's server (its URL replaced)."""
+    page = (Path(__file__).resolve().parents[3] / "docs" / "python-consumer.md").read_text()
+    section = page.split("## `async for entry in client`", 1)[1]
+    block = section.split("```python\n", 1)[1].split("```", 1)[0]
+
+    async def script(ws: ServerConnection, number: int, hello: dict[str, object]) -> None:
+        for frame in fresh_start():
+            await ws.send(frame)
+        await ws.send(entries(1, 2, 3, 4))
+        await ws.send(entries(5, 6))
+
+    async def body(local: StreamClient, received: list[dict[str, object]]) -> None:
+        made: list[StreamClient] = []
+
+        def here(url: str, **options: object) -> StreamClient:  # the page's client, at this test's server
+            made.append(StreamClient(local.url, **options))  # type: ignore[arg-type]
+            return made[-1]
+
+        namespace: dict[str, object] = {"StreamClient": here}
+        exec(block, namespace)
+        follow = namespace["follow"]
+        await follow("a-token", 3)  # type: ignore[operator]
+        [client] = made
+        assert client.session.token == "a-token" and client.stats().terminal is None
+        assert [seq for seq, _ in client.recent][:3] == [1, 2, 3]  # it stopped at 3: 4 may have been applied
 
     asyncio.run(run_against(script, body))
