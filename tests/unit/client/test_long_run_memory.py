@@ -82,9 +82,10 @@ asyncio.run(main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3])))
 """
 
 
-def frames(total: int) -> Iterator[str]:
-    """``total`` entries from seq 1 in frames of ``PER_FRAME``, each a distinct result of one of ``KEYS`` keys."""
-    for first in range(1, total + 1, PER_FRAME):
+def frames(after: int, total: int) -> Iterator[str]:
+    """Entries ``after + 1`` to ``total`` in frames of ``PER_FRAME``, each a distinct result of one of ``KEYS``
+    keys."""
+    for first in range(after + 1, total + 1, PER_FRAME):
         batch = [Entry(seq=seq, processing_id=f"q-{seq}", key=f"key-{seq % KEYS}",
                        data=f'{{"n":{seq},"pad":"{"x" * 40}"}}', commit_ms=1_700_000_000_000 + seq, batch_id=seq)
                  for seq in range(first, min(first + PER_FRAME, total + 1))]
@@ -93,18 +94,24 @@ def frames(total: int) -> Iterator[str]:
 
 async def serve_and_follow(total: int) -> dict[str, object]:
     async def handler(ws: ServerConnection) -> None:
-        await ws.recv()  # the hello: a fresh client, no cursor
+        hello = json.loads(await ws.recv())
+        # A fresh client first; one that resumes (its keepalive ping unanswered for 20 s when this machine is
+        # very busy: the pong waits behind megabytes of frames) goes on after its cursor.
+        cursor = hello.get("cursor")
+        after = int(cursor["seq"]) if cursor else 0
 
         async def drop_acks() -> None:
             async for _ in ws:
                 pass
 
         reader = asyncio.create_task(drop_acks())
-        await ws.send(encode_welcome(Welcome(session="long-run", epoch="e1", head_seq=total, recovered=False,
-                                             reset="no_position", ack_every=100, ack_interval_ms=1000)))
-        for part in encode_snapshot(Snapshot(epoch="e1", seq=0, items={})):
-            await ws.send(part)
-        for frame in frames(total):
+        await ws.send(encode_welcome(Welcome(
+            session="long-run", epoch="e1", head_seq=total, recovered=cursor is not None,
+            reset=None if cursor else "no_position", ack_every=100, ack_interval_ms=1000)))
+        if cursor is None:
+            for part in encode_snapshot(Snapshot(epoch="e1", seq=0, items={})):
+                await ws.send(part)
+        for frame in frames(after, total):
             await ws.send(frame)  # waits while the client's socket buffers are full
             await asyncio.sleep(0)  # else a send that need not wait never lets this loop read the client's pings
         await reader  # until the client closes
@@ -131,7 +138,7 @@ def test_a_million_entries_through_async_for_leave_the_clients_rss_flat_after_wa
     report = (f"RSS MiB by entries applied: {mib}; Python blocks alive: {blocks}; {result}; "
               f"{time.monotonic() - started:.1f} s in all")
     print(report)
-    assert result["count"] == ENTRIES and result["duplicates"] == result["gaps"] == result["reconnects"] == 0, report
+    assert result["count"] == ENTRIES and result["duplicates"] == result["gaps"] == 0, report
     assert result["state"] == KEYS and result["recent"] == 1_000, report
     assert max(v for count, v in blocks.items() if count >= WARM_UP) - blocks[WARM_UP] < MARGIN_BLOCKS, report
     assert max(v for count, v in rss.items() if count >= WARM_UP) - rss[WARM_UP] < MARGIN_BYTES, report
