@@ -1,17 +1,14 @@
 """A fresh dashboard page opens full (``GET /history``, then live from exactly after it) in real Chromium against
 a real gateway and Redis: every retained window drawn once, every later window drawn once, no gap between
 the two; a metric with a single window gets a narrow axis; a history whose cursor the log trimmed before the
-hello is followed by the snapshot and a backfill. Writes the README's screenshot (docs/images/dashboard.png
-with SPARKWIRE_UPDATE_DOCS_IMAGES=1)."""
+hello is followed by the snapshot and a backfill. (The docs' screenshots come from test_dashboard_glance.)"""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import math
-import os
 import random
-import shutil
 import threading
 from pathlib import Path
 from typing import Any
@@ -28,7 +25,6 @@ WINDOW_MS = 10_000
 BASE_MS = 1_700_000_000_000
 METRICS = {"api.requests": 120.0, "checkout.latency_ms": 250.0, "cpu.percent": 55.0, "queue.depth": 40.0}
 RARE = "disk.errors"  # one window, older than every other: its latest result is in the state only
-DOCS_IMAGE = Path(__file__).resolve().parents[3] / "docs" / "images" / "dashboard.png"
 
 
 def window_record(metric: str, index: int) -> Record:
@@ -170,10 +166,6 @@ def test_a_fresh_page_opens_full_then_draws_every_live_window_once(
     assert rare["max"] - rare["min"] <= 6 * window_s + 1e-6, f"the axis of one window spans {rare}"
     assert rare["first"] - rare["min"] >= 2 * window_s and rare["max"] - rare["first"] >= 2 * window_s, rare
 
-    screenshot = tmp_path / "dashboard.png"
-    page.screenshot(path=str(screenshot), full_page=True)
-    if os.environ.get("SPARKWIRE_UPDATE_DOCS_IMAGES") == "1":
-        shutil.copyfile(screenshot, DOCS_IMAGE)
     page.context.close()
 
     # Bounded: a fresh page asking for the last 100 entries draws those, and every metric's card.

@@ -172,6 +172,25 @@ export function chartSeries(layoutOrNull) {
 }
 
 /**
+ * The charts of a card, top to bottom: one per line field, so that value fields of very different sizes (an
+ * order's revenue ~30,000 beside its largest order ~900, both EUR) never share an axis that flattens the
+ * smaller one; a `min`/`max` pair joins the first line's chart as its band (the metrics stream: avg in its
+ * min/max band), and the count bars go behind the first chart on their own right-hand scale. Each chart is
+ * [{field, kind, scale, unit, role}] as `chartSeries` gives them, in its order, with `band` where it has one.
+ * Returns [{series, band}].
+ */
+export function chartPanels(layoutOrNull) {
+  const { series, band } = chartSeries(layoutOrNull);
+  const bars = series.filter((s) => s.kind === "bar");
+  const edges = series.filter((s) => s.role === "edge");
+  const lines = series.filter((s) => s.kind === "line" && s.role !== "edge");
+  if (lines.length === 0) return series.length ? [{ series, band }] : [];
+  return lines.map((line, i) => i === 0
+    ? { series: [...bars, line, ...edges], band }
+    : { series: [line], band: null });
+}
+
+/**
  * The x range of a chart: the data's own, but at least `minWindows` windows wide, centred on the data, so
  * that a chart with one window (or a few) shows them on a scale of windows, not of years. A zoom (a range
  * other than the data's) is kept. `xs` and `windowS` in seconds.
