@@ -79,6 +79,11 @@ class StreamKeys:
         return f"{self.tag}:staging"
 
     @property
+    def positions(self) -> str:
+        """A real-time stream's last committed position per source (``lua/commit_rows.lua``)."""
+        return f"{self.tag}:positions"
+
+    @property
     def descriptor(self) -> str:
         """The stream's descriptor (JSON, written by the ``sparkwire.spark`` sink): what its entries hold."""
         return f"{self.tag}:descriptor"

@@ -9,7 +9,8 @@ from typing import Literal
 from sparkwire.protocol.items import Entry, Snapshot, StateItem
 
 __all__ = [
-    "BatchCommit", "ChunkResult", "ChunkStatus", "Entry", "History", "Record", "Snapshot", "StateItem", "StreamMeta",
+    "BatchCommit", "ChunkResult", "ChunkStatus", "Entry", "History", "PositionedRecord", "Record", "Snapshot",
+    "StateItem", "StreamMeta",
 ]
 
 ChunkStatus = Literal["committed", "staged", "replayed"]
@@ -22,6 +23,19 @@ class Record:
     processing_id: str
     key: str
     payload: str
+
+
+@dataclass(frozen=True)
+class PositionedRecord:
+    """A row of a real-time query to commit, with where it came from: ``source`` (``"<topic>/<partition>"``),
+    ``offset`` in it and ``index`` among the rows made of that one source record (0 unless the query makes
+    several, as an ``explode`` does). Positions of one source only grow; a row at or below the last committed
+    one is a re-sent row (``lua/commit_rows.lua``)."""
+
+    source: str
+    offset: int
+    index: int
+    record: Record
 
 
 @dataclass(frozen=True)

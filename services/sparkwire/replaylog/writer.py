@@ -12,7 +12,7 @@ import redis
 from tenacity import RetryCallState, retry, retry_if_exception, stop_after_delay, wait_exponential_jitter
 
 from sparkwire.replaylog.keys import StreamKeys
-from sparkwire.replaylog.model import BatchCommit, ChunkResult, ChunkStatus, Record
+from sparkwire.replaylog.model import BatchCommit, ChunkResult, ChunkStatus, PositionedRecord, Record
 
 DEFAULT_CHUNK_SIZE = 500
 DEFAULT_RETENTION = 100_000
@@ -27,6 +27,7 @@ _LUA = resources.files("sparkwire.replaylog").joinpath("lua")
 _STAGE_SOURCE = _LUA.joinpath("stage_chunk.lua").read_text()
 _PUBLISH_SOURCE = _LUA.joinpath("publish_batch.lua").read_text()
 _MARK_REBUILD_SOURCE = _LUA.joinpath("mark_rebuild.lua").read_text()
+_COMMIT_ROWS_SOURCE = _LUA.joinpath("commit_rows.lua").read_text()
 
 
 class EpochFenced(RuntimeError):
@@ -143,6 +144,7 @@ class ReplayLogWriter:
         self._stage = client.register_script(_STAGE_SOURCE)
         self._publish = client.register_script(_PUBLISH_SOURCE)
         self._mark_rebuild = client.register_script(_MARK_REBUILD_SOURCE)
+        self._commit_rows = client.register_script(_COMMIT_ROWS_SOURCE)
         # The last batch this writer published, per query: a log found behind it lost it (stage_chunk.lua).
         self._published: dict[str, int] = {}
         # The (query, batch) whose publish was last sent without a confirmed, replicated reply: publishing it
@@ -159,6 +161,7 @@ class ReplayLogWriter:
             reraise=True,
         )
         self._commit_with_retries = retrying(self._commit_once)
+        self._rows_with_retries = retrying(self._commit_rows_once)
         self._call = retrying(lambda call: call())
 
     def _before_retry(self, state: RetryCallState) -> None:
@@ -208,6 +211,40 @@ class ReplayLogWriter:
             f"batch {batch_id}: its staged chunks vanished {_RESTAGE_ATTEMPTS} times in a row; is another "
             "writer committing to this stream?"
         )
+
+    def commit_rows(self, query_id: str, batch_id: int, rows: Sequence[PositionedRecord], *,
+                    fence: str = "") -> ChunkResult:
+        """Commit rows of a real-time query at once, in the order given (``lua/commit_rows.lua``): each row not
+        at or below its source's last committed position gets the next seq; the others are re-sent rows and
+        are counted as duplicates. Safe to send again (a retry after a lost reply finds its rows committed).
+        ``batch_id``: the real-time batch they were read in. With a ``fence``: :class:`EpochFenced` unless the
+        stream still has that epoch (nothing written)."""
+        return self._rows_with_retries(query_id, batch_id, rows, fence)
+
+    def _commit_rows_once(self, query_id: str, batch_id: int, rows: Sequence[PositionedRecord],
+                          fence: str) -> ChunkResult:
+        args: list[str | int] = [query_id, batch_id, secrets.token_hex(8), self.retention, fence]
+        for row in rows:
+            args.extend((row.source, row.offset, row.index, row.record.processing_id, row.record.key,
+                         row.record.payload))
+        keys = [*self.keys.all(), self.keys.positions]
+        if self.replicas == 0:
+            reply = list(self._commit_rows(keys=keys, args=args))
+        else:
+            pipe = self.client.pipeline(transaction=False)
+            self._commit_rows(keys=keys, args=args, client=pipe)
+            pipe.wait(self.replicas, self.replica_timeout_ms)
+            raw, acknowledged = pipe.execute()
+            reply = list(raw)
+            if _decode(reply[0]) != "fenced" and int(acknowledged) < self.replicas:
+                # Sent again: the rows the first call committed are duplicates then, and the WAIT after the
+                # second call covers the first (the same connection's writes).
+                self.events.not_replicated(int(acknowledged), self.replicas)
+                raise NotReplicated(f"{acknowledged} of {self.replicas} replicas acknowledged the rows within "
+                                    f"{self.replica_timeout_ms} ms")
+        result = self._chunk_result(reply, fence)
+        assert result is not None  # commit_rows.lua never asks to restage
+        return result
 
     def stream_epoch(self) -> tuple[str, str]:
         """The stream's epoch ('' for none) and the query id of its last published batch ('' for none)."""
