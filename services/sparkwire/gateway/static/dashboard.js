@@ -7,8 +7,8 @@
  * fields, as paths: "window.start", found in the payload's nested object by `fieldValue`), its value fields,
  * their units, its mode and its schema; `layoutFromDescriptor` turns that into what the page draws: one card
  * per result key, a chart series per numeric value field (integer fields without a unit as bars on their own
- * scale, the rest as lines, a min/max pair as a band: the metrics stream's look), non-numeric value fields in
- * a small table. Without a descriptor (404: a writer older than descriptors), `inferLayout` guesses from the
+ * scale, the rest as lines, a min/max pair as a band: the metrics stream's look; each line field on a chart of
+ * its own, `chartPanels`), non-numeric value fields in a small table. Without a descriptor (404: a writer older than descriptors), `inferLayout` guesses from the
  * first payload: a metrics window result gets `METRICS_LAYOUT` (what the metrics job's descriptor says);
  * anything else gets its numeric payload fields as value fields and the first of windowEnd / eventTime /
  * timestamp / time / ts as its event time.
