@@ -94,6 +94,20 @@ def test_layouts_from_the_writers_descriptors(page: Page) -> None:
     assert result["bad"] == [None] * 5
 
 
+def test_each_line_field_gets_a_chart_of_its_own(page: Page) -> None:
+    """Fields of different sizes never share an axis: a chart per line field, the min/max band and the count
+    bars with the first."""
+    orders = json.loads(json.dumps(ORDERS_SPEC.descriptor(ORDERS_SCHEMA, "available")))
+    result = js(page, """const fields = (l) => d.chartPanels(l).map((p) => [p.series.map((s) => s.field), p.band]);
+      return { metrics: fields(d.METRICS_LAYOUT), orders: fields(d.layoutFromDescriptor(arg)),
+               ints: fields(d.inferLayout({ processingId: "p", ts: 1, a: 1, b: 2 }, "p")),
+               none: fields(d.inferLayout({ processingId: "p", ts: 1, note: "x" }, "p")) };""", orders)
+    assert result["metrics"] == [[["count", "avg", "min", "max"], ["max", "min"]]]
+    assert result["orders"] == [[["orders", "revenue"], None], [["largestOrder"], None]]
+    assert result["ints"] == [[["a"], None], [["b"], None]]
+    assert result["none"] == []
+
+
 def test_inferred_layouts(page: Page) -> None:
     result = js(page, """return {
       metrics: d.inferLayout({ processingId: "p", metricName: "cpu", windowStart: 0, windowEnd: 10000, count: 3,
