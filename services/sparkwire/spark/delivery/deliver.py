@@ -11,20 +11,21 @@ import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from sparkwire.replaylog import ReplayLogWriter
 from sparkwire.replaylog.redis_url import connect
 from sparkwire.replaylog.writer import DEFAULT_CHUNK_SIZE, DEFAULT_REPLICA_TIMEOUT_MS, DEFAULT_RETENTION
 from sparkwire.spark import metrics
 from sparkwire.spark.delivery.faults import FaultInjector
+from sparkwire.spark.delivery.realtime import DEFAULT_REALTIME_TRIGGER, POSITION_COLUMNS, check_realtime, start_realtime
 from sparkwire.spark.delivery.sink import ReplayLogSink
 from sparkwire.spark.rebuild.checkpoint import replan_unrunnable_batch
 from sparkwire.spark.rebuild.rebuilder import HistoryRebuilder
 from sparkwire.spark.results.checks import check_deliverable
 from sparkwire.spark.results.records import ResultEncoder
 from sparkwire.spark.source import SourceQuery
-from sparkwire.spark.stream import StreamSpec
+from sparkwire.spark.stream import DeliveryError, StreamSpec
 from sparkwire.spark.types import OutputMode
 
 log = logging.getLogger(__name__)
@@ -52,6 +53,9 @@ class Target:
     0 for a Redis without replicas; at least 1 with a replicated Redis, or a failover can lose the last batches
     (detected: a new epoch and a rebuild, but clients then resync). docs/replay-log.md, "Across a failover"."""
     replica_timeout_ms: int = DEFAULT_REPLICA_TIMEOUT_MS
+    realtime_batch: str = DEFAULT_REALTIME_TRIGGER
+    """``mode="realtime"`` only: the real-time trigger's batch duration (``trigger(realTime=...)``), Spark's
+    checkpoint interval: rows are re-sent from the start of the batch a failure interrupts."""
 
     def writer(self, stream: str) -> ReplayLogWriter:
         # What SparkwireRedisNoReplica compares the replicas online with: a job that waits for more cannot commit.
@@ -145,7 +149,7 @@ def deliver(
     *,
     stream: str,
     key: str | Sequence[str],
-    mode: OutputMode = "append",
+    mode: OutputMode | Literal["realtime"] = "append",
     id_column: str | None = None,
     id_from: Sequence[str] = (),
     event_time: str | None = None,
@@ -161,13 +165,40 @@ def deliver(
     ``query`` is a :class:`SourceQuery` (rebuildable: ``spark`` needed) or a streaming DataFrame (a lost log
     is then reported, not rebuilt). The other arguments are :class:`StreamSpec`'s and :class:`Target`'s;
     ``window`` is Spark's window struct column by name (``"window"``) or a pair (start column, end column).
+    ``mode="realtime"``: a stateless streaming DataFrame under Spark's real-time trigger, each row an entry
+    (``delivery/realtime.py``); its rows' ids are their Kafka positions (no ``id_column``/``id_from``).
     Raises :class:`~sparkwire.spark.stream.DeliveryError` or
     :class:`~sparkwire.spark.results.encoding.UnencodableSchema` before anything starts.
     """
-    spec = _spec(stream, key, mode, id_column, id_from, event_time, window, value_fields, title, units)
     target = target or Target()
+    if mode == "realtime":
+        return _deliver_realtime(query, stream=stream, key=key, id_column=id_column, id_from=id_from,
+                                 event_time=event_time, window=window, value_fields=value_fields, title=title,
+                                 units=units, target=target)
+    spec = _spec(stream, key, mode, id_column, id_from, event_time, window, value_fields, title, units)
     frame, sink = prepare_sink(query, spec, target, spark=spark)
     return start(frame, sink, spec, target)
+
+
+def _deliver_realtime(query: Any, *, stream: str, key: str | Sequence[str], id_column: str | None,
+                      id_from: Sequence[str], event_time: str | None, window: str | tuple[str, str] | None,
+                      value_fields: Sequence[str] | None, title: str, units: Mapping[str, str] | None,
+                      target: Target) -> Any:
+    if isinstance(query, SourceQuery):
+        raise DeliveryError("deliver(mode='realtime') takes the streaming DataFrame itself: a SourceQuery's query is "
+                            "the stateful part, which real-time mode cannot run")
+    if id_column is not None or id_from or window is not None:
+        raise DeliveryError("deliver(mode='realtime'): a row's id is its Kafka position (topic, partition, offset); "
+                            "id_column, id_from and window do not apply")
+    spec = _spec(stream, key, "append", None, POSITION_COLUMNS, event_time, None, value_fields, title, units)
+    check_realtime(query, spec)
+    document = spec.descriptor(query.schema, "the stream is delivered in real-time mode, as rows: a lost log is "
+                               "reported, not rebuilt")
+    document["realtime"] = True
+    return start_realtime(query, spec, redis_url=target.redis_url, checkpoint=target.checkpoint,
+                          query_name=target.query_name, trigger=target.realtime_batch, retention=target.retention,
+                          replicas=target.replicas, replica_timeout_ms=target.replica_timeout_ms,
+                          descriptor=json.dumps(document, separators=(",", ":")))
 
 
 def deliver_job(job: Job, spark: Any, faults: FaultInjector | None = None) -> Any:
