@@ -45,6 +45,7 @@ REFUSALS = [
     ("dropDuplicates", lambda frame: frame.dropDuplicates(["orderId"]), {}, "dropDuplicates"),
     ("no Kafka position", lambda frame: frame.drop("offset"), {}, "no column 'offset'"),
     ("an id_from", lambda frame: frame, {"id_from": ("orderId",)}, "Kafka position"),
+    ("a topic read twice", lambda frame: frame.unionByName(frame), {}, "in two sources"),
 ]
 
 

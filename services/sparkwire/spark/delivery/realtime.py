@@ -56,6 +56,48 @@ def _streaming_sides(join: Any) -> bool:
     return bool(join.left().isStreaming()) and bool(join.right().isStreaming())
 
 
+def _kafka_readings(plan: Any) -> list[tuple[str, str]]:
+    """(how, what) of each Kafka source the plan reads: ``subscribe`` and its topics, ``assign`` and its JSON,
+    ``subscribePattern`` and its pattern."""
+    readings = []
+    for node in _nodes(plan):
+        if _class(node) != "StreamingRelationV2":
+            continue
+        options = node.extraOptions()
+        for how in ("subscribe", "assign", "subscribePattern"):
+            value = options.get(how)
+            if value is not None:
+                readings.append((how, str(value)))
+    return readings
+
+
+def _topics(how: str, value: str) -> set[str]:
+    if how == "subscribe":
+        return {topic.strip() for topic in value.split(",") if topic.strip()}
+    return set(json.loads(value))  # assign: {"topic": [partitions]}
+
+
+def check_one_reading_per_topic(plan: Any) -> None:
+    """Positions are kept per topic-partition: two sources reading one topic would interleave their rows'
+    positions, and the commit would refuse one reading's rows as re-sent. Refused; so is a pattern among
+    several sources (which topics it reads is known only when it runs)."""
+    readings = _kafka_readings(plan)
+    if len(readings) < 2:
+        return
+    if any(how == "subscribePattern" for how, _value in readings):
+        raise DeliveryError("deliver(mode='realtime'): the query reads Kafka with subscribePattern and another "
+                            "source; a topic read twice would have its rows refused as re-sent: subscribe to the "
+                            "topics by name, each in one source")
+    seen: set[str] = set()
+    for how, value in readings:
+        twice = sorted(seen & _topics(how, value))
+        if twice:
+            raise DeliveryError(f"deliver(mode='realtime'): the query reads topic(s) {twice} in two sources (a "
+                                "self-union?); a row's id is its topic-partition position, so one reading's rows "
+                                "would be refused as re-sent: read each topic once")
+        seen |= _topics(how, value)
+
+
 def check_realtime(frame: Any, spec: StreamSpec) -> None:
     """Raise :class:`DeliveryError` for a query real-time mode cannot run, or sparkwire cannot commit once."""
     if not frame.isStreaming:
@@ -72,6 +114,7 @@ def check_realtime(frame: Any, spec: StreamSpec) -> None:
         if name == "Join" and _streaming_sides(node):
             raise DeliveryError("deliver(mode='realtime'): the query joins two streams (stateful); Spark's real-time "
                                 "mode joins a stream with a static table only")
+    check_one_reading_per_topic(plan)
     names = set(frame.schema.names)
     missing = [column for column in POSITION_COLUMNS if column not in names]
     if missing:
