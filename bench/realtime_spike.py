@@ -211,6 +211,33 @@ def cases(spike: Spike) -> dict[str, Callable[[], None]]:
                 .option("kafka.linger.ms", "0").outputMode("update").trigger(realTime=spike.trigger)
                 .option("checkpointLocation", str(out) + "-ckpt").start())
 
+    def delivered(topic: str, out: Path) -> Any:
+        """sparkwire's own ``deliver(mode="realtime")``: the row's commit time is when a reader of the replay log
+        (polling it every 5 ms, in this process) sees it."""
+        from sparkwire.replaylog import ReplayLogReader
+        from sparkwire.spark import Target, deliver
+        from sparkwire_harness.stack import RedisServer
+
+        redis_server = RedisServer(spike.workdir.parent / "redis")
+        redis_server.start()
+        reader = ReplayLogReader(redis_server.client(), "spike")
+
+        def read(stopping: threading.Event) -> None:
+            seq = 0
+            with open(out / "log.txt", "a", buffering=1) as handle:
+                while not stopping.is_set():
+                    for entry in reader.read_after(seq):
+                        data = json.loads(entry.data)
+                        handle.write(f"- {data['partition']} {data['offset']} {data['v']} {time.time_ns()}\n")
+                        seq = entry.seq
+                    time.sleep(0.005)
+            redis_server.stop()
+
+        threading.Thread(target=read, args=(spike.stopping,), daemon=True).start()
+        return deliver(spike.parsed(topic).withColumn("topic", F.lit(topic)), stream="spike", key="v",
+                       mode="realtime", target=Target(redis_url=redis_server.url, checkpoint=str(out) + "-ckpt",
+                                                      realtime_batch=spike.trigger))
+
     def static_table() -> Any:
         return spike.spark.createDataFrame([(0, "zero"), (1, "one")], "p int, label string")
 
@@ -219,6 +246,7 @@ def cases(spike: Spike) -> dict[str, Callable[[], None]]:
         "foreach-function": lambda: spike.run(
             "foreach-function", lambda t, o: rt(spike.parsed(t), o, function_writer(str(o)))),
         "kafka-sink": lambda: spike.run("kafka-sink", kafka_sink),
+        "deliver-realtime": lambda: spike.run("deliver-realtime", delivered),
         "foreachBatch": lambda: spike.run("foreachBatch", lambda t, o: (
             spike.parsed(t).writeStream.outputMode("update").trigger(realTime=spike.trigger)
             .option("checkpointLocation", str(o) + "-ckpt").foreachBatch(lambda df, batch_id: None).start()),
