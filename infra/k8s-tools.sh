@@ -6,6 +6,7 @@
 #   the rendered objects are checked against, taken from pinned Go modules:
 #   - SparkApplication CRD: github.com/kubeflow/spark-operator/v2 (charts/spark-operator-chart/crds/)
 #   - ServiceMonitor/PrometheusRule CRDs: github.com/prometheus-operator/prometheus-operator (example/prometheus-operator-crd/)
+#   - HTTPRoute CRD (standard channel): sigs.k8s.io/gateway-api (config/crd/standard/)
 #   - skaffold v4beta14 JSON schema: github.com/GoogleContainerTools/skaffold/v2 (docs-v2/content/en/schemas/)
 # Everything lands in .cache/k8s (bin/, crds/, schemas/); a stamp skips the work while the pins are unchanged.
 set -euo pipefail
@@ -20,10 +21,11 @@ KUBECTL_VALIDATE_VERSION=v0.0.5-0.20260105161640-a97ccfaca20b
 KUBE_SCORE_VERSION=v1.20.0
 SPARK_OPERATOR_VERSION=v2.5.0
 PROMETHEUS_OPERATOR_VERSION=v0.85.0
+GATEWAY_API_VERSION=v1.3.0  # = the one infra/kind/go/traefik's Traefik 3.5.0 builds against
 SKAFFOLD_VERSION=v2.24.0  # the newest the module proxy serves here; = infra/kind/go/skaffold
 PROMETHEUS_VERSION=v0.305.0  # Prometheus 3.5 LTS, the github.com/prometheus/prometheus prometheus-operator v0.85.0 requires
 
-PINS="$HELM_VERSION $KUBECTL_VALIDATE_VERSION $KUBE_SCORE_VERSION $SPARK_OPERATOR_VERSION $PROMETHEUS_OPERATOR_VERSION $SKAFFOLD_VERSION $PROMETHEUS_VERSION $(sha256sum "${BASH_SOURCE[0]}" | cut -c1-16)"
+PINS="$HELM_VERSION $KUBECTL_VALIDATE_VERSION $KUBE_SCORE_VERSION $SPARK_OPERATOR_VERSION $PROMETHEUS_OPERATOR_VERSION $GATEWAY_API_VERSION $SKAFFOLD_VERSION $PROMETHEUS_VERSION $(sha256sum "${BASH_SOURCE[0]}" | cut -c1-16)"
 if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$PINS" && -x "$OUT/bin/helm" && -x "$OUT/bin/promtool" ]]; then
   echo "up to date"; exit 0
 fi
@@ -58,12 +60,14 @@ MOD
 # module_dir MODULE@VERSION : download a module (sources only) and print where it was unpacked.
 module_dir() { (cd "$OUT" && GOFLAGS=-mod=mod go mod download -json "$1" | sed -n 's/^\s*"Dir": "\(.*\)",$/\1/p'); }
 
-echo "--> CRDs: spark-operator $SPARK_OPERATOR_VERSION, prometheus-operator $PROMETHEUS_OPERATOR_VERSION"
+echo "--> CRDs: spark-operator $SPARK_OPERATOR_VERSION, prometheus-operator $PROMETHEUS_OPERATOR_VERSION, gateway-api $GATEWAY_API_VERSION"
 rm -rf "$OUT/crds" && mkdir -p "$OUT/crds"
 dir="$(module_dir "github.com/kubeflow/spark-operator/v2@$SPARK_OPERATOR_VERSION")"
 cp "$dir"/charts/spark-operator-chart/crds/*.yaml "$OUT/crds/"
 dir="$(module_dir "github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR_VERSION")"
 cp "$dir"/example/prometheus-operator-crd/monitoring.coreos.com_{servicemonitors,prometheusrules}.yaml "$OUT/crds/"
+dir="$(module_dir "sigs.k8s.io/gateway-api@$GATEWAY_API_VERSION")"
+cp "$dir"/config/crd/standard/gateway.networking.k8s.io_httproutes.yaml "$OUT/crds/"
 chmod u+w "$OUT"/crds/*
 
 echo "--> skaffold $SKAFFOLD_VERSION schema v4beta14"

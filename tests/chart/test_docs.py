@@ -95,5 +95,8 @@ def test_notes_render(values: Path | None) -> None:
     assert (f"get secret {secret} -o jsonpath=" in notes) == auth_on
     if values is not None and values.stem == "auth-ingress-values":
         assert "wss://ws.example.com/ws?stream=metrics" in notes
+    elif values is not None and values.stem == "http-route-values":
+        assert f"wss://ws.example.com/ws?stream=metrics  (HTTPRoute {RELEASE}-sparkwire-gateway;" in notes
+        assert "port-forward" not in notes
     else:
         assert f"port-forward svc/{RELEASE}-sparkwire-gateway 8080:80" in notes

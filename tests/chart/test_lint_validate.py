@@ -1,6 +1,6 @@
 """helm lint --strict and strict schema validation of every rendered object with kubectl-validate: native
 kinds against the built-in OpenAPI schemas of a Kubernetes version, SparkApplication / ServiceMonitor /
-PrometheusRule against the operators' CRDs in .cache/k8s/crds — all offline."""
+PrometheusRule / HTTPRoute against the operators' and Gateway API's CRDs in .cache/k8s/crds — all offline."""
 
 from __future__ import annotations
 
