@@ -1,8 +1,8 @@
 """The first-install experience, on the kind cluster: `helm uninstall`, the release's volumes deleted, then
 `helm install` with the values the README gives for kind — every pod Ready, the operator's driver and
 executor running, results committed, the connect line of the chart's NOTES and the demo page working
-through the ingress; then an uninstall and install again that keeps the Redis claim: same password, same
-stream.
+through the ingress, and `helm test` passing; then an uninstall and install again that keeps the Redis
+claim: same password, same stream.
 
 Destructive (uninstalls the release, deletes its claims and kept Secret), so conftest.py runs this module
 last; it leaves the release installed from release.env's images, as `make kind-up` does.
@@ -210,6 +210,13 @@ def test_first_install(kube: Kube, tools: Tools) -> None:
     [script] = re.findall(r'from "(/static/sparkwire-client\.js)"', page)
     status, source = http_get(script, notes.host)
     assert status == 200 and "export class SparkwireClient" in source, (status, source[:300])
+
+    # `helm test`, as an operator runs it after an install: the chart's test pod (templates/tests/) waits for
+    # the gateway Service to answer ready, then reads the stream's snapshot with a token it mints (401 without).
+    output = tools.helm("test", RELEASE, "--namespace", NAMESPACE, "--logs", "--timeout", "5m", timeout=360)
+    assert re.search(r"Phase:\s+Succeeded", output), output
+    assert f"stream {release.stream}: epoch" in output and "with a minted token; 401 without" in output, output
+    progress("helm test: the chart's test pod passed")
 
 
 @pytest.mark.timeout(1200)
