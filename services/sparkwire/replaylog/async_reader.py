@@ -4,7 +4,6 @@ and follows it as entries are committed (``follow``: a blocking XREAD). The Redi
 from __future__ import annotations
 
 import secrets
-from importlib.resources import files
 from typing import Any, cast
 
 import redis.asyncio as redis_async
@@ -22,8 +21,9 @@ from sparkwire.replaylog.reader import (
     parse_snapshot,
     range_after,
 )
+from sparkwire.replaylog.scripts import script_source
 
-_DECLARE_REWIND_SOURCE = files("sparkwire.replaylog").joinpath("lua/declare_rewind.lua").read_text()
+_DECLARE_REWIND_SOURCE = script_source("declare_rewind.lua")
 
 
 class AsyncReplayLogReader:

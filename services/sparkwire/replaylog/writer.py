@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable, Sequence
-from importlib import resources
 from typing import Any
 
 import redis
@@ -13,6 +12,7 @@ from tenacity import RetryCallState, retry, retry_if_exception, stop_after_delay
 
 from sparkwire.replaylog.keys import StreamKeys
 from sparkwire.replaylog.model import BatchCommit, ChunkResult, ChunkStatus, PositionedRecord, Record
+from sparkwire.replaylog.scripts import script_source
 
 DEFAULT_CHUNK_SIZE = 500
 DEFAULT_RETENTION = 100_000
@@ -23,11 +23,10 @@ DEFAULT_REPLICA_TIMEOUT_MS = 2_000
 _RESTAGE_ATTEMPTS = 3
 _STATUSES: dict[str, ChunkStatus] = {"committed": "committed", "staged": "staged", "replayed": "replayed"}
 
-_LUA = resources.files("sparkwire.replaylog").joinpath("lua")
-_STAGE_SOURCE = _LUA.joinpath("stage_chunk.lua").read_text()
-_PUBLISH_SOURCE = _LUA.joinpath("publish_batch.lua").read_text()
-_MARK_REBUILD_SOURCE = _LUA.joinpath("mark_rebuild.lua").read_text()
-_COMMIT_ROWS_SOURCE = _LUA.joinpath("commit_rows.lua").read_text()
+_STAGE_SOURCE = script_source("stage_chunk.lua")
+_PUBLISH_SOURCE = script_source("publish_batch.lua")
+_MARK_REBUILD_SOURCE = script_source("mark_rebuild.lua")
+_COMMIT_ROWS_SOURCE = script_source("commit_rows.lua")
 
 
 class EpochFenced(RuntimeError):

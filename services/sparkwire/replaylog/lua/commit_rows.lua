@@ -37,12 +37,10 @@ local batch = ARGV[2]
 local retention = tonumber(ARGV[4])
 local fence = ARGV[5]
 
-local epoch = redis.call('HGET', meta, 'epoch') or ''
-local last_seq = tonumber(redis.call('HGET', meta, 'last_seq') or 0)
-
-if fence ~= '' and fence ~= epoch then
-  return {'fenced', epoch, last_seq + 1, last_seq, 0, 0}
-end
+-- Spliced in when loaded (replaylog/scripts.py): the stream's position and the fence check as every writing
+-- script has them (fence.lua), and the steps a commit shares with publish_batch.lua (commit.lua).
+--@include fence.lua
+--@include commit.lua
 
 local time = redis.call('TIME')
 local now_ms = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
@@ -50,13 +48,7 @@ if epoch == '' then
   epoch = ARGV[3]
   redis.call('HSET', meta, 'epoch', epoch, 'created_ms', now_ms, 'first_seq', 1, 'last_seq', 0)
 end
-local known_query = redis.call('HGET', meta, 'query_id')
-if known_query ~= query_id then
-  if known_query then
-    redis.call('HINCRBY', meta, 'query_changes', 1)
-  end
-  redis.call('HSET', meta, 'query_id', query_id)
-end
+adopt_query(meta, redis.call('HGET', meta, 'query_id'), query_id)
 
 -- "<offset>:<index>" -> two numbers (offsets fit a double exactly up to 2^53)
 local function parse(position)
@@ -98,15 +90,6 @@ for source, last in pairs(seen) do
 end
 
 redis.call('HSET', meta, 'last_seq', seq, 'last_commit_ms', now_ms)
-redis.call('HINCRBY', meta, 'records_committed', appended)
-redis.call('HINCRBY', meta, 'duplicates_suppressed', duplicates)
-redis.call('HINCRBY', meta, 'rows_commits', 1)
-
-local floor_seq = seq - retention
-if floor_seq > 0 then
-  redis.call('XTRIM', log, 'MINID', (floor_seq + 1) .. '-0')
-  redis.call('ZREMRANGEBYSCORE', ids, '-inf', floor_seq)
-  redis.call('HSET', meta, 'first_seq', floor_seq + 1)
-end
+count_and_trim(log, meta, ids, seq, retention, appended, duplicates, 'rows_commits')
 
 return {'committed', epoch, last_seq + 1, seq, appended, duplicates}

@@ -40,16 +40,11 @@ local chunk_count = tonumber(ARGV[4])
 local retention = tonumber(ARGV[6])
 local fence = ARGV[7]
 
-local epoch = redis.call('HGET', meta, 'epoch') or ''
-local last_seq = tonumber(redis.call('HGET', meta, 'last_seq') or 0)
+-- Spliced in when loaded (replaylog/scripts.py): the stream's position and the fence check as every writing
+-- script has them (fence.lua), and the steps a commit shares with commit_rows.lua (commit.lua).
+--@include fence.lua
+--@include commit.lua
 
-local function unchanged(status)
-  return {status, epoch, last_seq + 1, last_seq, 0, 0}
-end
-
-if fence ~= '' and fence ~= epoch then
-  return unchanged('fenced')
-end
 local known_query = redis.call('HGET', meta, 'query_id')
 if known_query == query_id and batch <= tonumber(redis.call('HGET', meta, 'last_batch')) then
   -- A write, on purpose: the writer's WAIT after this call then covers the first publish too, whose reply
@@ -68,12 +63,7 @@ if epoch == '' then
   epoch = ARGV[5]
   redis.call('HSET', meta, 'epoch', epoch, 'created_ms', commit_ms, 'first_seq', 1, 'last_seq', 0)
 end
-if known_query ~= query_id then
-  if known_query then
-    redis.call('HINCRBY', meta, 'query_changes', 1)
-  end
-  redis.call('HSET', meta, 'query_id', query_id)
-end
+adopt_query(meta, known_query, query_id)
 
 local seq = last_seq
 local appended, duplicates = 0, 0
@@ -98,15 +88,6 @@ redis.call('DEL', staging)
 
 redis.call('HSET', meta, 'last_seq', seq, 'last_batch', batch, 'last_chunk', chunk_count - 1,
   'last_commit_ms', commit_ms)
-redis.call('HINCRBY', meta, 'records_committed', appended)
-redis.call('HINCRBY', meta, 'duplicates_suppressed', duplicates)
-redis.call('HINCRBY', meta, 'batches_committed', 1)
-
-local floor_seq = seq - retention
-if floor_seq > 0 then
-  redis.call('XTRIM', log, 'MINID', (floor_seq + 1) .. '-0')
-  redis.call('ZREMRANGEBYSCORE', ids, '-inf', floor_seq)
-  redis.call('HSET', meta, 'first_seq', floor_seq + 1)
-end
+count_and_trim(log, meta, ids, seq, retention, appended, duplicates, 'batches_committed')
 
 return {'committed', epoch, last_seq + 1, seq, appended, duplicates}

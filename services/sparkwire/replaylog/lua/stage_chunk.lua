@@ -60,20 +60,11 @@ local query_id = ARGV[1]
 local batch = tonumber(ARGV[2])
 local chunk = tonumber(ARGV[3])
 local chunk_count = tonumber(ARGV[4])
-
-local epoch = redis.call('HGET', meta, 'epoch') or ''
-local last_seq = tonumber(redis.call('HGET', meta, 'last_seq') or 0)
 local fence = ARGV[7]
 
-local function unchanged(status)
-  return {status, epoch, last_seq + 1, last_seq, 0, 0}
-end
-
--- First of all: a writer that saw another epoch must not write into this one (it would append its batch
--- before the history that was lost, and a new epoch created by its batch would hide the loss).
-if fence ~= '' and fence ~= epoch then
-  return unchanged('fenced')
-end
+-- Spliced in when loaded (replaylog/scripts.py): the stream's position and the fence check as every writing
+-- script has them (fence.lua).
+--@include fence.lua
 
 -- The marker belongs to one query: a new checkpoint restarts batch ids at 0, so another query's marker
 -- says nothing about this batch (id-level dedup still applies when it is published).
