@@ -8,12 +8,10 @@ Installed with a source checkout (``make setup``: ``pip install -e ./harness``),
 from __future__ import annotations
 
 import argparse
-import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from sparkwire import __version__
-
-Runner = Callable[[argparse.Namespace], int]
+from sparkwire.cli import add_command, run_command
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -23,19 +21,13 @@ def build_parser() -> argparse.ArgumentParser:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"sparkwire-harness (sparkwire {__version__})")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    chaos_run = commands.add_parser(
-        "chaos", help="the whole pipeline on this machine under a seeded fault schedule, checked exactly once",
-        description=chaos.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    chaos.add_arguments(chaos_run)
-    chaos_run.set_defaults(run=chaos.run)
+    add_command(commands, "chaos", "the whole pipeline on this machine under a seeded fault schedule, checked exactly "
+                "once", chaos, description=chaos.__doc__)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    args = build_parser().parse_args(argv)
-    runner: Runner = args.run
-    sys.exit(runner(args))
+    run_command(build_parser().parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -16,6 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import import_module
 from importlib.util import find_spec
+from types import ModuleType
+from typing import NoReturn
 
 from sparkwire import __version__
 
@@ -76,6 +78,23 @@ def install_hint(command: str, extra: str, missing: Sequence[str]) -> str:
             "(or 'sparkwire[server]' for every command)")
 
 
+def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help: str,
+                module: ModuleType, *, description: str | None = None, add_arguments: str = "add_arguments",
+                run: str = "run") -> None:
+    """A subcommand whose arguments and runner ``module`` defines (``add_arguments(parser)``, ``run(args)``), its
+    ``description`` (a module docstring) shown as written. Also the harness's command (sparkwire_harness/cli.py)."""
+    parser = commands.add_parser(name, help=help, description=description,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    getattr(module, add_arguments)(parser)
+    parser.set_defaults(run=getattr(module, run))
+
+
+def run_command(args: argparse.Namespace) -> NoReturn:
+    """Exit with what the chosen subcommand's runner returns."""
+    runner: Runner = args.run
+    sys.exit(runner(args))
+
+
 def _add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser], command: Command) -> None:
     missing = missing_modules(command.extra, command.needs)
     if not missing:
@@ -85,10 +104,8 @@ def _add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser], 
         except ModuleNotFoundError as error:  # a dependency of the extra that is not one of its top-level names
             missing = [error.name or str(error)]
         else:
-            parser = commands.add_parser(command.name, help=command.help, description=doc,
-                                         formatter_class=argparse.RawDescriptionHelpFormatter)
-            getattr(module, command.add_arguments)(parser)
-            parser.set_defaults(run=getattr(module, command.run))
+            add_command(commands, command.name, command.help, module, description=doc,
+                        add_arguments=command.add_arguments, run=command.run)
             return
     # Listed, so `sparkwire --help` shows it; any arguments (--help included) get the install hint.
     stub = commands.add_parser(command.name, help=f"{command.help} (needs sparkwire[{command.extra}])",
@@ -118,8 +135,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.exit(hint)
     if unknown:
         parser.error(f"unrecognized arguments: {' '.join(unknown)} (see sparkwire {args.command} --help)")
-    runner: Runner = args.run
-    sys.exit(runner(args))
+    run_command(args)
 
 
 if __name__ == "__main__":
