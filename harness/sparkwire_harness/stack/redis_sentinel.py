@@ -14,8 +14,8 @@ import redis
 from sparkwire.replaylog.redis_url import connect
 
 from .ports import free_port
-from .process import ManagedProcess, ReadyTimeoutError
-from .redis_server import RedisServer, _redis_server_executable
+from .process import ReadyTimeoutError
+from .redis_server import RedisProcess, RedisServer, redis_server_executable
 
 # (link name, port on 127.0.0.1) -> the port to dial instead (e.g. a toxiproxy proxy in front of it).
 Route = Callable[[str, int], int]
@@ -60,27 +60,21 @@ def _replication(port: int) -> dict[str, str]:
     return {key: str(value) for key, value in info.items()}
 
 
-class SentinelServer:
+class SentinelServer(RedisProcess):
     """``redis-server --sentinel`` with its config file in ``workdir``: written at the first start, then the
     sentinel's own (it records there what it learns, so a restart keeps that)."""
 
     def __init__(self, workdir: Path, primary_port: int, quorum: int) -> None:
-        self.workdir = Path(workdir)
-        self.port = free_port()
-        self.config = self.workdir / "sentinel.conf"
+        self.config = Path(workdir) / "sentinel.conf"
         self._primary_port = primary_port
         self._quorum = quorum
-        self.process = ManagedProcess(f"sentinel-{self.port}", [_redis_server_executable(), str(self.config),
-                                                                "--sentinel"], self.workdir)
+        port = free_port()
+        super().__init__(workdir, port, f"sentinel-{port}")
 
-    def client(self) -> redis.Redis:
-        return _local(self.port)
+    def _command(self) -> list[str]:
+        return [redis_server_executable(), str(self.config), "--sentinel"]
 
-    def ping(self) -> bool:
-        with self.client() as client:
-            return bool(client.ping())
-
-    def start(self, timeout: float = 30.0) -> None:
+    def _prepare(self) -> None:
         if not self.config.exists():
             self.workdir.mkdir(parents=True, exist_ok=True)
             self.config.write_text("\n".join([
@@ -90,14 +84,9 @@ class SentinelServer:
                 f"sentinel failover-timeout {MASTER_NAME} {FAILOVER_TIMEOUT_MS}",
                 f"sentinel parallel-syncs {MASTER_NAME} 2", "",
             ]))
-        self.process.start()
-        self.process.wait_ready(self.ping, timeout)
 
-    def stop(self, timeout: float = 10.0) -> None:
-        self.process.stop(timeout)
-
-    def kill(self) -> None:
-        self.process.kill()
+    def client(self) -> redis.Redis:
+        return _local(self.port)
 
     def named_primary_port(self) -> int | None:
         """The port this sentinel names as the primary's (None if it does not answer)."""
