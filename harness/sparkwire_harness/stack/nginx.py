@@ -33,17 +33,13 @@ def _nginx_executable() -> str:
 def render_config(workdir: Path, port: int, upstream_ports: Sequence[int], *, block_websockets: bool = False) -> str:
     """The nginx.conf text: everything nginx writes (pid, logs, temp files) stays under ``workdir``."""
     work = Path(workdir).resolve()
-    temp = work / "temp"
-    servers = "\n".join(
-        # max_fails=0, as ingress-nginx does (it follows the endpoints instead): nginx never takes a
-        # server out of rotation by itself; a refused connect goes to the next server
-        # (proxy_next_upstream). With max_fails=1, every server restarted within fail_timeout of each
-        # other left the upstream "no live upstreams" for as long as clients kept retrying.
-        f"        server 127.0.0.1:{upstream} max_fails=0;"
-        for upstream in upstream_ports
-    )
-    # A proxy that does not pass WebSockets: the upgrade is refused before any upstream sees it.
-    refuse_upgrades = "if ($http_upgrade) { return 403; }" if block_websockets else "# upgrades passed through"
+    return (_process_settings(work)
+            + "\nhttp {\n" + _http_settings(work) + _upstreams(upstream_ports) + _server(port, block_websockets)
+            + "}\n")
+
+
+def _process_settings(work: Path) -> str:
+    """The master and its one worker: in the foreground, its pid file and error log under ``work``."""
     # A master running as root switches its workers to "nobody", who could not write the temp folders.
     user = f"user {pwd.getpwuid(os.geteuid()).pw_name};\n" if os.geteuid() == 0 else ""
     return f"""# Written by sparkwire_harness.stack.nginx; regenerated on every start.
@@ -56,9 +52,13 @@ error_log {work}/error.log info;
 events {{
     worker_connections 1024;
 }}
+"""
 
-http {{
-    access_log {work}/access.log;
+
+def _http_settings(work: Path) -> str:
+    """The access log and temp folders under ``work``; the Connection header an upgrade needs."""
+    temp = work / "temp"
+    return f"""    access_log {work}/access.log;
     client_body_temp_path {temp}/client_body;
     proxy_temp_path {temp}/proxy;
     fastcgi_temp_path {temp}/fastcgi;
@@ -71,7 +71,20 @@ http {{
         ''      close;
     }}
 
-    upstream {UPSTREAM_NAME} {{
+"""
+
+
+def _upstreams(upstream_ports: Sequence[int]) -> str:
+    """The gateways twice: round-robin for WebSockets and plain HTTP, hashed on the affinity key for SSE."""
+    servers = "\n".join(
+        # max_fails=0, as ingress-nginx does (it follows the endpoints instead): nginx never takes a
+        # server out of rotation by itself; a refused connect goes to the next server
+        # (proxy_next_upstream). With max_fails=1, every server restarted within fail_timeout of each
+        # other left the upstream "no live upstreams" for as long as clients kept retrying.
+        f"        server 127.0.0.1:{upstream} max_fails=0;"
+        for upstream in upstream_ports
+    )
+    return f"""    upstream {UPSTREAM_NAME} {{
 {servers}
     }}
 
@@ -82,7 +95,14 @@ http {{
 {servers}
     }}
 
-    server {{
+"""
+
+
+def _server(port: int, block_websockets: bool) -> str:
+    """The listener: nginx's own /healthz, /sse to the hashed upstream, the rest (WebSockets) round-robin."""
+    # A proxy that does not pass WebSockets: the upgrade is refused before any upstream sees it.
+    refuse_upgrades = "if ($http_upgrade) { return 403; }" if block_websockets else "# upgrades passed through"
+    return f"""    server {{
         listen 127.0.0.1:{port};
 
         # nginx's own liveness, answered without any upstream.
@@ -127,7 +147,6 @@ http {{
             proxy_buffering off;
         }}
     }}
-}}
 """
 
 
