@@ -10,6 +10,7 @@ from typing import NoReturn
 from sparkwire.protocol.close_codes import CloseCode
 from sparkwire.protocol.digest import DIGEST
 from sparkwire.protocol.encoding import dumps, reject_constant
+from sparkwire.protocol.filter_form import Filter, FilterError, filter_document, parse_filter
 from sparkwire.protocol.limits import (
     MAX_CLIENT_FRAME_BYTES,
     MAX_COUNT,
@@ -38,6 +39,7 @@ class Hello:
     session: str | None
     cursor: Cursor | None
     token: str | None
+    filter: Filter | None = None  # a filtered subscription (docs/protocol.md, "Filtered subscriptions")
 
 
 @dataclass(frozen=True)
@@ -63,7 +65,7 @@ ClientFrame = Hello | Ack | Ping | Pong
 _FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     # type -> (required, optional); anything else is refused so that a misspelt "cursor" cannot
     # silently turn a resume into a snapshot.
-    "hello": (frozenset({"type", "v"}), frozenset({"session", "cursor", "token"})),
+    "hello": (frozenset({"type", "v"}), frozenset({"session", "cursor", "token", "filter"})),
     "ack": (frozenset({"type", "seq", "duplicates", "gaps"}), frozenset({"digest"})),
     "ping": (frozenset({"type", "t"}), frozenset()),
     "pong": (frozenset({"type", "t"}), frozenset()),
@@ -113,13 +115,26 @@ def _cursor(value: object) -> Cursor | None:
         return None
     if not isinstance(value, dict):
         _violation(f"hello.cursor must be an object or null, got {type(value).__name__}")
-    if not {"epoch", "seq"} <= set(value) <= {"epoch", "seq", "digest"}:
-        _violation(f"hello.cursor must have the fields epoch, seq and optionally digest, got {sorted(value)[:5]}")
+    if not {"epoch", "seq"} <= set(value) <= {"epoch", "seq", "digest", "view"}:
+        _violation(f"hello.cursor must have the fields epoch, seq and optionally digest and view, got "
+                   f"{sorted(value)[:5]}")
     epoch = value["epoch"]
     if not isinstance(epoch, str) or len(epoch) > MAX_EPOCH_CHARS:
         _violation(f"hello.cursor.epoch must be a string of at most {MAX_EPOCH_CHARS} characters, got {epoch!r:.80}")
+    view = value.get("view")
+    if view is not None and not (isinstance(view, str) and DIGEST.match(view)):  # view ids look like digests
+        _violation(f"hello.cursor.view must be 16 lowercase hex digits or null, got {view!r:.40}")
     return Cursor(epoch=epoch, seq=_integer("hello.cursor.seq", value["seq"], MAX_SEQ),
-                  digest=_digest("hello.cursor.digest", value.get("digest")))
+                  digest=_digest("hello.cursor.digest", value.get("digest")), view=view)
+
+
+def _filter(value: object) -> Filter | None:
+    if value is None:
+        return None
+    try:
+        return parse_filter(value, "hello.filter")
+    except FilterError as error:  # its own code: the client can tell a bad filter from a bad frame
+        raise ProtocolError(CloseCode.INVALID_FILTER, error.reason) from None
 
 
 def _hello(document: dict[str, object]) -> Hello:
@@ -131,6 +146,7 @@ def _hello(document: dict[str, object]) -> Hello:
         session=session,
         cursor=_cursor(document.get("cursor")),
         token=_optional_string("hello.token", document.get("token")),
+        filter=_filter(document.get("filter")),
     )
 
 
@@ -198,9 +214,13 @@ def encode_hello(hello: Hello) -> str:
         cursor: dict[str, object] = {"epoch": hello.cursor.epoch, "seq": hello.cursor.seq}
         if hello.cursor.digest is not None:  # only to a server that sent digests: an older one refuses the field
             cursor["digest"] = hello.cursor.digest
+        if hello.cursor.view is not None:  # only to a server that sent a view, as the digest
+            cursor["view"] = hello.cursor.view
         document["cursor"] = cursor
     if hello.token is not None:
         document["token"] = hello.token
+    if hello.filter is not None:
+        document["filter"] = filter_document(hello.filter)
     return dumps(document)
 
 

@@ -27,6 +27,8 @@ class CloseCode(IntEnum):
     TIMEOUT = 4408
     STREAM_RESET = 4409
     TOKEN_EXPIRED = 4419
+    INVALID_FILTER = 4422
+    OUTSIDE_SCOPE = 4423
     UNSUPPORTED_VERSION = 4426
     SLOW_CONSUMER = 4429
     REDIS_UNAVAILABLE = 4503
@@ -78,6 +80,10 @@ _SPECS = (
     CloseSpec(CloseCode.STREAM_RESET, True, "stream reset", "the stream's epoch changed while connected"),
     CloseSpec(CloseCode.TOKEN_EXPIRED, True, "token expired",
               "the token expired, at the hello or while connected (resume with a fresh token)", True),
+    CloseSpec(CloseCode.INVALID_FILTER, False, "invalid filter",
+              "hello.filter is malformed, unsupported, over a limit, or matches nothing", True),
+    CloseSpec(CloseCode.OUTSIDE_SCOPE, False, "filter outside scope",
+              "hello.filter asks for rows outside the token's scope for the stream", True),
     CloseSpec(CloseCode.UNSUPPORTED_VERSION, False, "unsupported protocol version", "hello.v is not supported", True),
     CloseSpec(CloseCode.SLOW_CONSUMER, True, "slow consumer", "the client fell too far behind live", True),
     CloseSpec(CloseCode.REDIS_UNAVAILABLE, True, "redis unavailable", "the replay log cannot be read"),

@@ -24,3 +24,14 @@ SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 MAX_EPOCH_CHARS = 64
 # GET /history: the last entries of the log a fresh page loads before going live (`last`, default and cap).
 DEFAULT_HISTORY_ENTRIES, MAX_HISTORY_ENTRIES = 2000, 10_000
+# Filters (docs/protocol.md, "Filtered subscriptions"): a client's filter, and a token's scope, are
+# evaluated against every entry of the stream for every distinct filter a pod holds, so their size is
+# bounded: fields named, values listed (all `in` lists together), characters per name or string value,
+# and the JSON text of a filter in a query parameter (the hello is bounded by the client frame limit).
+MAX_FILTER_FIELDS = 16
+MAX_FILTER_VALUES = 256
+MAX_FILTER_STRING_CHARS = 256
+MAX_FILTER_JSON_BYTES = 4096
+# A view with nothing matching still tells its clients how far it has looked, at most this often, so
+# their cursors and sessions' acks move past what they do not receive.
+VIEW_POSITION_INTERVAL_MS = 1000

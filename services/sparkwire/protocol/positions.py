@@ -13,6 +13,9 @@ class Cursor:
     epoch: str
     seq: int
     digest: str | None = None
+    # A filtered subscription's view id (the welcome's ``view``): its ``seq`` is the position the client's
+    # view is covered up to, which in another view (another filter or scope) would skip entries.
+    view: str | None = None
 
 
 @dataclass(frozen=True)

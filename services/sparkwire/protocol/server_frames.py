@@ -21,6 +21,7 @@ from sparkwire.protocol.digest import DIGEST
 from sparkwire.protocol.encoding import dumps, reject_constant
 from sparkwire.protocol.items import Entry, Snapshot, StateItem
 from sparkwire.protocol.limits import MAX_SERVER_FRAME_BYTES, PROTOCOL_VERSION
+from sparkwire.protocol.view_frames import ViewEntriesFrame, parse_view_entries
 
 # --- what the server writes -------------------------------------------------------------------
 
@@ -34,14 +35,18 @@ class Welcome:
     reset: str | None
     ack_every: int
     ack_interval_ms: int
+    view: str | None = None  # a filtered subscription's view id (scope.View.id); None: unfiltered
 
 
 def encode_welcome(welcome: Welcome) -> str:
-    return dumps({
+    document: dict[str, object] = {
         "type": "welcome", "v": PROTOCOL_VERSION, "session": welcome.session, "epoch": welcome.epoch,
         "headSeq": welcome.head_seq, "recovered": welcome.recovered, "reset": welcome.reset,
         "ackEvery": welcome.ack_every, "ackIntervalMs": welcome.ack_interval_ms,
-    })
+    }
+    if welcome.view is not None:
+        document["view"] = welcome.view
+    return dumps(document)
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,7 @@ class EncodedEntry:
     seq: int
     json: str
     nbytes: int
+    digest: str = ""  # the entry's: a filtered frame cut after it covers up to it (view_frames.pack_view_entries)
 
 
 def encode_entry(entry: Entry) -> EncodedEntry:
@@ -67,7 +73,7 @@ def encode_entry(entry: Entry) -> EncodedEntry:
         f'{{"seq":{entry.seq},"processingId":{dumps(entry.processing_id)},"key":{dumps(entry.key)},'
         f'"data":{entry.data},"commitMs":{entry.commit_ms},"digest":"{entry.digest}"}}'
     )
-    return EncodedEntry(seq=entry.seq, json=text, nbytes=len(text.encode()))
+    return EncodedEntry(seq=entry.seq, json=text, nbytes=len(text.encode()), digest=entry.digest)
 
 
 def _entries_head(epoch: str) -> str:
@@ -172,7 +178,7 @@ class UnknownFrame:
     type: str
 
 
-ServerFrame = Welcome | SnapshotPart | EntriesFrame | ErrorFrame | Ping | Pong | UnknownFrame
+ServerFrame = Welcome | SnapshotPart | EntriesFrame | ViewEntriesFrame | ErrorFrame | Ping | Pong | UnknownFrame
 
 
 def _bad(reason: str) -> NoReturn:
@@ -227,6 +233,9 @@ def _welcome(document: dict[str, object]) -> Welcome:
     ack_every = _int(document, "welcome", "ackEvery")
     if ack_every < 1:  # zero would ask for an ack before any entry: nothing to ack
         _bad("welcome.ackEvery must be at least 1")
+    view = document.get("view")
+    if view is not None and not isinstance(view, str):
+        _bad(f"welcome.view must be a string, got {type(view).__name__}")
     return Welcome(
         session=_str(document, "welcome", "session"),
         epoch=_str(document, "welcome", "epoch"),
@@ -235,6 +244,7 @@ def _welcome(document: dict[str, object]) -> Welcome:
         reset=reset,
         ack_every=ack_every,
         ack_interval_ms=_int(document, "welcome", "ackIntervalMs"),
+        view=view,
     )
 
 
@@ -257,22 +267,26 @@ def _snapshot(document: dict[str, object]) -> SnapshotPart:
     )
 
 
-def _entries(document: dict[str, object]) -> EntriesFrame:
+def _entry(raw: object) -> ReceivedEntry:
+    entry = _object(raw, "entries[]")
+    return ReceivedEntry(
+        seq=_int(entry, "entries[]", "seq"),
+        processing_id=_str(entry, "entries[]", "processingId"),
+        key=_str(entry, "entries[]", "key"),
+        data=_field(entry, "entries[]", "data"),
+        commit_ms=_int(entry, "entries[]", "commitMs"),
+        digest=_optional_digest(entry, "entries[]"),
+    )
+
+
+def _entries(document: dict[str, object]) -> EntriesFrame | ViewEntriesFrame:
+    epoch = _str(document, "entries", "epoch")
+    if "after" in document:  # a filtered subscription's frame (view_frames.py)
+        return parse_view_entries(document, epoch, _entry, _bad)
     raw_entries = _field(document, "entries", "entries")
     if not isinstance(raw_entries, list):
         _bad(f"entries.entries must be a list, got {type(raw_entries).__name__}")
-    entries = []
-    for raw in raw_entries:
-        entry = _object(raw, "entries[]")
-        entries.append(ReceivedEntry(
-            seq=_int(entry, "entries[]", "seq"),
-            processing_id=_str(entry, "entries[]", "processingId"),
-            key=_str(entry, "entries[]", "key"),
-            data=_field(entry, "entries[]", "data"),
-            commit_ms=_int(entry, "entries[]", "commitMs"),
-            digest=_optional_digest(entry, "entries[]"),
-        ))
-    return EntriesFrame(epoch=_str(document, "entries", "epoch"), entries=tuple(entries))
+    return EntriesFrame(epoch=epoch, entries=tuple(_entry(raw) for raw in raw_entries))
 
 
 def parse_server_frame(text: str | bytes) -> ServerFrame:

@@ -17,6 +17,7 @@ from sparkwire.protocol.client_frames import (
     parse_client_frame,
 )
 from sparkwire.protocol.close_codes import CloseCode
+from sparkwire.protocol.filter_form import parse_filter
 from sparkwire.protocol.limits import MAX_CLIENT_FRAME_BYTES
 from sparkwire.protocol.positions import Cursor
 
@@ -153,3 +154,40 @@ def test_any_text_either_parses_or_raises_protocol_error(text: str, max_bytes: i
 
 
 # --- server frames -----------------------------------------------------------------------------
+
+
+# --- filtered subscriptions (issue 43) ----------------------------------------------------------
+
+
+def test_a_hello_may_carry_a_filter_and_a_cursor_its_view() -> None:
+    text = ('{"type":"hello","v":1,"filter":{"region":"eu","n":{"gt":1}},'
+            '"cursor":{"epoch":"e","seq":9,"digest":"0123456789abcdef","view":"fedcba9876543210"}}')
+    frame = parse_client_frame(text)
+    assert isinstance(frame, Hello)
+    assert frame.filter == parse_filter({"region": "eu", "n": {"gt": 1}})
+    assert frame.cursor == Cursor("e", 9, "0123456789abcdef", view="fedcba9876543210")
+    assert parse_client_frame(encode_hello(frame)) == frame
+    # Without them, the frames of an unfiltered client, as before.
+    assert parse_client_frame('{"type":"hello","v":1,"filter":null}') == Hello(1, None, None, None)
+    plain = encode_hello(Hello(1, "s", Cursor("e", 9), None))
+    assert "filter" not in plain and "view" not in plain
+
+
+@pytest.mark.parametrize(("filter_json", "words"), [
+    ("[]", "hello.filter must be an object"),
+    ('{"n":{"gt":"5"}}', "hello.filter.n.gt must be a number, got str"),
+    ('{"n":{"ne":5}}', "unknown operators ['ne']"),
+    ('{"n":null}', "use {\"isNull\": true}"),
+    ('{"n":{"gt":5,"lt":1}}', "matches nothing"),
+    ('{"$x":1}', "reserved"),
+])
+def test_a_bad_filter_closes_with_invalid_filter_naming_the_part(filter_json: str, words: str) -> None:
+    error = refused('{"type":"hello","v":1,"filter":' + filter_json + "}")
+    assert error.code is CloseCode.INVALID_FILTER
+    assert words in error.reason
+
+
+def test_a_cursor_view_must_look_like_an_id() -> None:
+    error = refused('{"type":"hello","v":1,"cursor":{"epoch":"e","seq":1,"view":"all"}}')
+    assert error.code is CloseCode.PROTOCOL_VIOLATION
+    assert "hello.cursor.view must be 16 lowercase hex digits" in error.reason

@@ -54,7 +54,7 @@ export const CLOSE_CODES = {
   1008: ["policy_violation", false], 1009: ["message_too_big", false], 1011: ["internal_error", true],
   4400: ["protocol_violation", false], 4401: ["auth_failed", false], 4403: ["forbidden_stream", false],
   4404: ["unknown_stream", false], 4408: ["timeout", true], 4409: ["stream_reset", true],
-  4419: ["token_expired", true], 4426: ["unsupported_version", false], 4429: ["slow_consumer", true], 4503: ["redis_unavailable", true],
+  4419: ["token_expired", true], 4422: ["invalid_filter", false], 4423: ["outside_scope", false], 4426: ["unsupported_version", false], 4429: ["slow_consumer", true], 4503: ["redis_unavailable", true],
 };
 // Closes nobody chose: 1005/1006 from the browser (no close frame), 1012-1014 from proxies.
 const TRANSIENT = new Set([1005, 1006, 1012, 1013, 1014]);
