@@ -17,11 +17,6 @@ The results go into a marked section of docs/benchmarks.md; other sections of th
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import hashlib
-import json
-import os
-import shlex
 import statistics
 import sys
 import tempfile
@@ -31,6 +26,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import redis
+from _commits import (
+    METRICS,
+    BenchRun,
+    batches,
+    commit_timed,
+    make_records,
+    records_committed,
+    repeats_details,
+    wait_aof_idle,
+)
 from _common import (  # bench/ is sys.path[0]
     TimedCell,
     emit_section,
@@ -47,11 +52,6 @@ from sparkwire_harness.stack import RedisServer
 
 SECTION = "commit_throughput"
 START_MARKER, END_MARKER = markers(SECTION)
-METRICS = 50
-WINDOW_MS = 10_000
-QUERY_ID = "bench-query-0000"
-
-
 @dataclass
 class VariantRun:
     """One timed pass of one variant over all records."""
@@ -72,41 +72,6 @@ class Cell(TimedCell[VariantRun]):
         return statistics.median(r.client_cpu_seconds for r in self.runs) / records * 1e6
 
 
-def make_records(count: int, payload_bytes: int) -> list[Record]:
-    """Window results shaped like ``sparkwire.aggregator.job.window_record`` makes them.
-
-    ``processingId`` is sha1("<windowEnd>-<metricName>") as in the aggregator; the key is the metric
-    name, so the state hash holds ``METRICS`` keys that are overwritten again and again. A payload
-    shorter than ``payload_bytes`` is padded with a ``pad`` field.
-    """
-    base = 1_767_225_600_000  # 2026-01-01T00:00:00Z
-    records = []
-    for i in range(count):
-        metric = f"metric-{i % METRICS}"
-        window_start = base + (i // METRICS) * WINDOW_MS
-        window_end = window_start + WINDOW_MS
-        pid = hashlib.sha1(f"{window_end}-{metric}".encode()).hexdigest()
-        n = 1 + (i * 7919) % 500
-        total = round(n * (40.0 + (i % 97) * 0.731), 3)
-        document: dict[str, object] = {
-            "avg": round(total / n, 6),
-            "count": n,
-            "max": round(60.0 + (i % 89) * 0.5, 3),
-            "metricName": metric,
-            "min": round(10.0 + (i % 83) * 0.25, 3),
-            "processingId": pid,
-            "sum": total,
-            "windowEnd": window_end,
-            "windowStart": window_start,
-        }
-        payload = json.dumps(document, separators=(",", ":"), sort_keys=True)
-        if len(payload) < payload_bytes:
-            document["pad"] = "x" * (payload_bytes - len(payload) - len(',"pad":""'))
-            payload = json.dumps(document, separators=(",", ":"), sort_keys=True)
-        records.append(Record(processing_id=pid, key=metric, payload=payload))
-    return records
-
-
 def redis_cpu_seconds(client: redis.Redis) -> float:
     info = client.info("cpu")
     return float(info["used_cpu_sys"]) + float(info["used_cpu_user"])
@@ -116,36 +81,18 @@ def reset(client: redis.Redis) -> None:
     """Empty database and a freshly rewritten (small) AOF, so no rewrite starts in the timed part."""
     client.flushall()
     client.bgrewriteaof()
-    deadline = time.monotonic() + 60
-    while True:
-        info = client.info("persistence")
-        if not info["aof_rewrite_in_progress"] and not info["aof_rewrite_scheduled"]:
-            return
-        if time.monotonic() > deadline:
-            raise RuntimeError("AOF rewrite did not finish within 60 s")
-        time.sleep(0.02)
-
-
-def batches(records: Sequence[Record], batch_size: int) -> list[Sequence[Record]]:
-    return [records[i : i + batch_size] for i in range(0, len(records), batch_size)]
+    wait_aof_idle(client, time.monotonic() + 60)
 
 
 def run_script(
     client: redis.Redis, stream: str, records: Sequence[Record], batch_size: int, chunk_size: int, retention: int
 ) -> VariantRun:
     writer = ReplayLogWriter(client, stream, retention=retention, chunk_size=chunk_size)
-    work = batches(records, batch_size)
-    latencies = []
     cpu_before, client_before = redis_cpu_seconds(client), time.process_time()
-    started = time.perf_counter()
-    for batch_id, batch in enumerate(work):
-        t0 = time.perf_counter()
-        writer.commit_batch(QUERY_ID, batch_id, batch)
-        latencies.append(time.perf_counter() - t0)
-    seconds = time.perf_counter() - started
+    seconds, latencies = commit_timed(writer, records, batch_size)
     client_cpu = time.process_time() - client_before
     cpu = redis_cpu_seconds(client) - cpu_before
-    committed = int(client.hget(writer.keys.meta, "records_committed") or 0)
+    committed = records_committed(client, writer)
     if committed != len(records):
         raise RuntimeError(f"commit script committed {committed} records, expected {len(records)}")
     return VariantRun(seconds, cpu, client_cpu, latencies)
@@ -206,14 +153,10 @@ def summary(args: argparse.Namespace, results: dict[tuple[str, int], dict[str, C
 
 def render(
     args: argparse.Namespace,
-    command: str,
+    run: BenchRun,
     info: dict[str, str],
     results: dict[tuple[str, int], dict[str, Cell]],
     payload_mean: float,
-    load_before: tuple[float, float, float],
-    load_after: tuple[float, float, float],
-    wall_seconds: float,
-    date: str,
 ) -> str:
     n = args.records
     lines = [
@@ -233,7 +176,7 @@ def render(
         "batch also checks and moves its marker, deduplicates each record and updates the per-key state in",
         "one atomic script. A ratio of 0.5 means exactly-once commits run at half the speed of blind appends.",
         "",
-        *reproduce_lines(date, wall_seconds, command),
+        *reproduce_lines(run.date, run.wall_seconds, run.command),
         f"- Records per variant and repeat: {n:,}; repeats: {args.repeats} (medians shown); chunk size "
         f"{args.chunk_size}; retention {args.retention:,}",
         f"- Payload: JSON window result (metricName, windowStart, windowEnd, count, sum, min, max, avg,"
@@ -241,8 +184,8 @@ def render(
         f"- Machine: {info['nproc']} CPUs ({info['cpu']}), {info['ram']} RAM, {info['os']}",
         f"- Redis {info['redis']}, redis-py {info['redis_py']} (hiredis parser if installed), Python "
         f"{info['python']}; client and server on the same host over 127.0.0.1",
-        f"- The machine is shared with other work (load average {load_before[0]:.2f} before, "
-        f"{load_after[0]:.2f} after); client and `redis-server` compete for the {info['nproc']} CPUs, so "
+        f"- The machine is shared with other work (load average {run.load_before[0]:.2f} before, "
+        f"{run.load_after[0]:.2f} after); client and `redis-server` compete for the {info['nproc']} CPUs, so "
         "absolute numbers are indicative, the ratio (measured side by side) is the more stable figure.",
         "",
         "Columns: *script* = `commit_batch` records/s, *raw* = pipelined `XADD` records/s, *ratio* =",
@@ -275,19 +218,9 @@ def render(
             )
         lines.append("")
     lines += [*summary(args, results), ""]
-    lines += [
-        "<details><summary>Every repeat (records/s)</summary>",
-        "",
-        "| fsync | batch size | script | raw |",
-        "|---|---:|---|---|",
-    ]
-    for fsync in args.fsync:
-        for batch_size in args.batch_sizes:
-            cell = results[(fsync, batch_size)]
-            script_runs = ", ".join(f"{r:,.0f}" for r in cell["script"].rates(n))
-            raw_runs = ", ".join(f"{r:,.0f}" for r in cell["raw"].rates(n))
-            lines.append(f"| {fsync} | {batch_size:,} | {script_runs} | {raw_runs} |")
-    lines += ["", "</details>", END_MARKER]
+    repeats = (([fsync, f"{batch_size:,}"], [results[(fsync, batch_size)][v] for v in ("script", "raw")])
+               for fsync in args.fsync for batch_size in args.batch_sizes)
+    lines += [*repeats_details(n, [("fsync", "---"), ("batch size", "---:")], ["script", "raw"], repeats), END_MARKER]
     return "\n".join(lines) + "\n"
 
 
@@ -317,12 +250,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
-    command = shlex.join([".venv/bin/python", "bench/commit_throughput.py", *argv])
     records = make_records(args.records, args.payload_bytes)
     payload_mean = statistics.fmean(len(r.payload) for r in records)
-    load_before = os.getloadavg()
-    wall_start = time.monotonic()
-    date = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    run_record = BenchRun.begin("bench/commit_throughput.py", argv)
     results: dict[tuple[str, int], dict[str, Cell]] = {}
     with tempfile.TemporaryDirectory(prefix="sparkwire-bench-") as tmp, RedisServer(Path(tmp)) as server:
         client = server.client()
@@ -361,9 +291,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     file=sys.stderr,
                 )
         client.close()
-    section = render(
-        args, command, info, results, payload_mean, load_before, os.getloadavg(), time.monotonic() - wall_start, date
-    )
+    section = render(args, run_record.finish(), info, results, payload_mean)
     emit_section(args.output, SECTION, section)
     return 0
 

@@ -19,9 +19,6 @@ marked section of docs/benchmarks.md; other sections of that file are kept.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import os
-import shlex
 import statistics
 import sys
 import tempfile
@@ -32,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import redis
+from _commits import METRICS, BenchRun, commit_timed, make_records, records_committed, repeats_details, wait_aof_idle
 from _common import (  # bench/ is sys.path[0]
     TimedCell,
     emit_section,
@@ -40,7 +38,6 @@ from _common import (  # bench/ is sys.path[0]
     markers,
     reproduce_lines,
 )
-from commit_throughput import METRICS, QUERY_ID, make_records
 
 from sparkwire.replaylog import Record, ReplayLogWriter
 from sparkwire.replaylog.writer import DEFAULT_CHUNK_SIZE, DEFAULT_REPLICA_TIMEOUT_MS
@@ -128,20 +125,10 @@ def rewrite_aofs(clients: Sequence[redis.Redis]) -> None:
     """A freshly rewritten (small) AOF on every node, so no automatic rewrite starts in the timed part."""
     deadline = time.monotonic() + 60
     for client in clients:
-        _idle_aof(client, deadline)  # an automatic rewrite may be running: BGREWRITEAOF would be refused
+        wait_aof_idle(client, deadline)  # an automatic rewrite may be running: BGREWRITEAOF would be refused
         client.bgrewriteaof()
     for client in clients:
-        _idle_aof(client, deadline)
-
-
-def _idle_aof(client: redis.Redis, deadline: float) -> None:
-    while True:
-            info = client.info("persistence")
-            if not info["aof_rewrite_in_progress"] and not info["aof_rewrite_scheduled"]:
-                break
-            if time.monotonic() > deadline:
-                raise RuntimeError("AOF rewrite did not finish within 60 s")
-            time.sleep(0.02)
+        wait_aof_idle(client, deadline)
 
 
 def clear(primary: redis.Redis, replica: redis.Redis, writer: ReplayLogWriter) -> None:
@@ -163,24 +150,17 @@ def run_pass(
 ) -> Run:
     writer = ReplayLogWriter(primary, stream, chunk_size=args.chunk_size, replicas=replicas,
                              replica_timeout_ms=args.replica_timeout_ms)
-    work = [records[i : i + batch_size] for i in range(0, len(records), batch_size)]
-    latencies = []
     waits_before = wait_calls(primary)
     rewrites_before = aof_rewrites(primary) + aof_rewrites(replica)
-    started = time.perf_counter()
-    for batch_id, batch in enumerate(work):
-        t0 = time.perf_counter()
-        writer.commit_batch(QUERY_ID, batch_id, batch)
-        latencies.append(time.perf_counter() - t0)
-    seconds = time.perf_counter() - started
+    seconds, latencies = commit_timed(writer, records, batch_size)
     waits = wait_calls(primary) - waits_before
     rewrites = aof_rewrites(primary) + aof_rewrites(replica) - rewrites_before
-    committed = int(primary.hget(writer.keys.meta, "records_committed") or 0)
+    committed = records_committed(primary, writer)
     if committed != len(records):
         raise RuntimeError(f"replicas={replicas}: committed {committed} records, expected {len(records)}")
     if replicas:
         # WAIT after the publish: the replica must hold the whole pass already, without catching up.
-        on_replica = int(replica.hget(writer.keys.meta, "records_committed") or 0)
+        on_replica = records_committed(replica, writer)
         if on_replica != len(records):
             raise RuntimeError(f"replicas=1 returned but the replica holds {on_replica} of {len(records)} records")
     clear(primary, replica, writer)
@@ -231,17 +211,8 @@ def summary(records: int, rows: Sequence[Row]) -> list[str]:
     return out
 
 
-def render(
-    args: argparse.Namespace,
-    command: str,
-    info: dict[str, str],
-    rows: Sequence[Row],
-    payload_mean: float,
-    load_before: tuple[float, float, float],
-    load_after: tuple[float, float, float],
-    wall_seconds: float,
-    date: str,
-) -> str:
+def render(args: argparse.Namespace, run: BenchRun, info: dict[str, str], rows: Sequence[Row],
+           payload_mean: float) -> str:
     n = args.records
     rewrites = sum(r.plain.aof_rewrites() + r.waited.aof_rewrites() for r in rows)
     lines = [
@@ -257,7 +228,7 @@ def render(
         "timed pass; the timed part is the client side end to end (commands, round trips, Redis work, fsync,",
         "and for `replicas=1` the replica's acknowledgement).",
         "",
-        *reproduce_lines(date, wall_seconds, command),
+        *reproduce_lines(run.date, run.wall_seconds, run.command),
         f"- Records per variant and repeat: {n:,}; repeats: {args.repeats} (medians shown); chunk size "
         f"{args.chunk_size}; `WAIT` timeout {args.replica_timeout_ms:,} ms",
         f"- Payload: JSON window result as in the commit throughput benchmark, mean {payload_mean:.0f} bytes; "
@@ -266,8 +237,8 @@ def render(
         " (production setting), the replica attached with `REPLICAOF` (diskless sync)",
         f"- Machine: {info['nproc']} CPUs ({info['cpu']}), {info['ram']} RAM, {info['os']}",
         f"- Redis {info['redis']}, redis-py {info['redis_py']}, Python {info['python']}",
-        f"- The machine is shared with other work (load average {load_before[0]:.2f} before, "
-        f"{load_after[0]:.2f} after); client, primary and replica compete for the {info['nproc']} CPUs, so a",
+        f"- The machine is shared with other work (load average {run.load_before[0]:.2f} before, "
+        f"{run.load_after[0]:.2f} after); client, primary and replica compete for the {info['nproc']} CPUs, so a",
         "  round trip to the replica includes waiting to be scheduled: absolute numbers are indicative.",
         f"- AOF rewrites during timed passes: {rewrites} (each pass starts from freshly rewritten AOFs)",
         "",
@@ -291,17 +262,8 @@ def render(
             f"| {waited.samples():,} |"
         )
     lines += ["", *summary(n, rows), ""]
-    lines += [
-        "<details><summary>Every repeat (records/s)</summary>",
-        "",
-        "| batch size | replicas=0 | replicas=1 |",
-        "|---:|---|---|",
-    ]
-    for row in rows:
-        plain_runs = ", ".join(f"{r:,.0f}" for r in row.plain.rates(n))
-        waited_runs = ", ".join(f"{r:,.0f}" for r in row.waited.rates(n))
-        lines.append(f"| {row.batch_size:,} | {plain_runs} | {waited_runs} |")
-    lines += ["", "</details>", END_MARKER]
+    repeats = (([f"{row.batch_size:,}"], [row.plain, row.waited]) for row in rows)
+    lines += [*repeats_details(n, [("batch size", "---:")], ["replicas=0", "replicas=1"], repeats), END_MARKER]
     return "\n".join(lines) + "\n"
 
 
@@ -326,12 +288,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
-    command = shlex.join([".venv/bin/python", "bench/replicated_commit.py", *argv])
     records = make_records(args.records, 0)
     payload_mean = statistics.fmean(len(r.payload) for r in records)
-    load_before = os.getloadavg()
-    wall_start = time.monotonic()
-    date = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    run_record = BenchRun.begin("bench/replicated_commit.py", argv)
     rows: list[Row] = []
     with (
         tempfile.TemporaryDirectory(prefix="sparkwire-bench-") as tmp,
@@ -365,9 +324,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         primary.close()
         replica.close()
-    section = render(
-        args, command, info, rows, payload_mean, load_before, os.getloadavg(), time.monotonic() - wall_start, date
-    )
+    section = render(args, run_record.finish(), info, rows, payload_mean)
     emit_section(args.output, SECTION, section)
     return 0
 
