@@ -25,7 +25,7 @@ import jwt
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from sparkwire.gateway.auth import issue_token
+from sparkwire.gateway.auth.tokens import issue_token
 
 Attack = Callable[["Target"], Awaitable[str]]
 

@@ -2,7 +2,7 @@
 abusive kind come and go, and what that costs the gateway and the honest clients.
 
 Method. One ``redis-server`` (AOF, ``appendfsync always``) and, per run, a fresh gateway process (``sparkwire
-gateway`` under uvicorn, auth on: HS256 tokens minted with ``sparkwire.gateway.auth.issue_token``) serving one
+gateway`` under uvicorn, auth on: HS256 tokens minted with ``sparkwire.gateway.auth.tokens.issue_token``) serving one
 fresh stream, into which the harness's ``Committer`` commits 5 entries every 50 ms (100 entries/s) through the
 real commit script. ``--honest-clients`` ``StreamClient``s connect before the first commit (so each starts from
 the empty stream's snapshot at seq 0 and must then apply every committed seq once) and read throughout; per
@@ -88,7 +88,7 @@ from _common import (
 )
 
 from sparkwire.client import StreamClient
-from sparkwire.gateway.auth import issue_token
+from sparkwire.gateway.auth.tokens import issue_token
 from sparkwire.protocol.server_frames import ReceivedEntry
 from sparkwire_harness.stack import Committer, GatewayProcess, RedisServer
 

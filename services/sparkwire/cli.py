@@ -54,9 +54,9 @@ COMMANDS = (
     Command("produce", "write raw metric events to Kafka (idempotent producer)", "spark", "sparkwire.producer.main",
             needs=("confluent_kafka",)),
     Command("gateway", "serve replay logs to WebSocket clients (one stateless pod)", "gateway",
-            "sparkwire.gateway.main"),
+            "sparkwire.gateway.server"),
     Command("token", "print a client token (JWT) signed with the gateways' secret", "gateway",
-            "sparkwire.gateway.token_cli"),
+            "sparkwire.gateway.auth.token_cli"),
 )
 
 

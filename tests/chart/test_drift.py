@@ -15,7 +15,7 @@ import redis
 import redis.asyncio as redis_async
 
 from sparkwire.cli import build_parser
-from sparkwire.gateway.recovery import RESET_REASONS
+from sparkwire.gateway.recovery.start_plan import RESET_REASONS
 from sparkwire.options import OptionSpec, option_specs
 
 from .conftest import CHART, CI_VALUES, FULLNAME, NAMESPACE, Obj, env_of, find, render

@@ -62,7 +62,7 @@ DELIVERY_LATENCY = Histogram(
 )
 REDIS_ERRORS = Counter("sparkwire_gateway_redis_errors", "Failed Redis calls", ["operation"])
 HEAD_SEQ = Gauge("sparkwire_gateway_head_seq", "Last seq this pod has read from the log", ["stream"])
-# The Redis the gateway reads, from its primary's INFO replication (replication_watch.py), every few seconds.
+# The Redis the gateway reads, from its primary's INFO replication (store/replication_watch.py), every few seconds.
 # Every gateway pod reports the same Redis: alerts take the max over pods.
 REDIS_REPLICAS_CONNECTED = Gauge(
     "sparkwire_redis_replicas_connected",

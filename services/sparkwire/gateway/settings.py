@@ -7,7 +7,7 @@ import argparse
 import socket
 from dataclasses import dataclass
 
-from sparkwire.gateway.auth import MIN_SECRET_BYTES
+from sparkwire.gateway.auth.tokens import MIN_SECRET_BYTES
 from sparkwire.options import (
     add_flag,
     add_option,

@@ -21,7 +21,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 from websockets.typing import Origin
 
-from sparkwire.gateway.auth import issue_token
+from sparkwire.gateway.auth.tokens import issue_token
 from sparkwire_harness.stack import RedisServer
 from sparkwire_harness.stack.ports import free_port
 

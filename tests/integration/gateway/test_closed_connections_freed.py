@@ -16,13 +16,14 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 from websockets.server import ServerProtocol
 
-from sparkwire.gateway.app import Gateway, create_app
-from sparkwire.gateway.connection import Connection
-from sparkwire.gateway.sender import Sender
-from sparkwire.gateway.sessions import SessionStore
+from sparkwire.gateway.app import create_app
+from sparkwire.gateway.connection.lifecycle import Connection
+from sparkwire.gateway.connection.sender import Sender
+from sparkwire.gateway.pod import Gateway
 from sparkwire.gateway.settings import ConnectionSettings
-from sparkwire.gateway.sse import SseSocket
-from sparkwire.gateway.wire import SparkwireWebSocketProtocol
+from sparkwire.gateway.store.session_store import SessionStore
+from sparkwire.gateway.transport.sse import SseSocket
+from sparkwire.gateway.transport.uvicorn_websocket import SparkwireWebSocketProtocol
 from sparkwire.protocol.limits import MAX_CLIENT_MESSAGE_BYTES
 from sparkwire.replaylog.memory import MemoryBackend
 from sparkwire.replaylog.model import Record

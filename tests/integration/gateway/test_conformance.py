@@ -20,7 +20,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 from websockets.typing import Origin
 
-from sparkwire.gateway.auth import ALGORITHM, issue_token
+from sparkwire.gateway.auth.tokens import ALGORITHM, issue_token
 from sparkwire.replaylog import ReplayLogReader
 from sparkwire_harness.stack import Committer, GatewayProcess, RedisServer
 

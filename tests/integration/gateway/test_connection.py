@@ -7,7 +7,7 @@ import json
 
 import redis as redis_lib
 
-from sparkwire.gateway.handshake import CURSOR_AHEAD_WAIT_S
+from sparkwire.gateway.connection.handshake import CURSOR_AHEAD_WAIT_S
 from sparkwire.replaylog import ReplayLogReader
 
 from .conftest import Committer, GatewayProcess

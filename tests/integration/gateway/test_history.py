@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import redis as redis_lib
 
-from sparkwire.gateway.auth import issue_token
+from sparkwire.gateway.auth.tokens import issue_token
 from sparkwire.protocol.limits import DEFAULT_HISTORY_ENTRIES, MAX_HISTORY_ENTRIES
 from sparkwire.replaylog import Record, ReplayLogReader, ReplayLogWriter
 from sparkwire_harness.stack import Committer, GatewayProcess, RedisServer

@@ -17,10 +17,13 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 from websockets.frames import Frame, Opcode
 
-from sparkwire.gateway.app import Gateway, create_app
-from sparkwire.gateway.sessions import SessionStore
+from sparkwire.gateway.app import create_app
+from sparkwire.gateway.pod import Gateway
 from sparkwire.gateway.settings import ConnectionSettings
-from sparkwire.gateway.wire import BAD_INPUT_LOG, SparkwireHttpProtocol, SparkwireWebSocketProtocol
+from sparkwire.gateway.store.session_store import SessionStore
+from sparkwire.gateway.transport.bad_input import BAD_INPUT_LOG
+from sparkwire.gateway.transport.uvicorn_http import SparkwireHttpProtocol
+from sparkwire.gateway.transport.uvicorn_websocket import SparkwireWebSocketProtocol
 from sparkwire.replaylog.memory import MemoryBackend
 from sparkwire_harness.stack import free_port
 

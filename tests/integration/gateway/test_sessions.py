@@ -8,7 +8,7 @@ import time
 
 import redis.asyncio as redis_async
 
-from sparkwire.gateway.sessions import SessionPosition, SessionStore
+from sparkwire.gateway.store.session_store import SessionPosition, SessionStore
 from sparkwire.replaylog.sessions import RedisSessionRecords, session_key
 from sparkwire_harness.stack import RedisServer
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import redis as redis_lib
 
-from sparkwire.gateway.auth import issue_token
+from sparkwire.gateway.auth.tokens import issue_token
 from sparkwire.replaylog import ReplayLogWriter
 from sparkwire_harness.stack import GatewayProcess, RedisServer
 

@@ -16,7 +16,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
 from sparkwire.client import StreamClient, TerminalClose
-from sparkwire.gateway.auth import LEEWAY_SECONDS, issue_token
+from sparkwire.gateway.auth.tokens import LEEWAY_SECONDS, issue_token
 from sparkwire_harness.stack import RedisServer
 
 from .conftest import SECRET, Committer, GatewayProcess, stop_at_head

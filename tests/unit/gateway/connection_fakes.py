@@ -11,9 +11,9 @@ from starlette.websockets import WebSocket
 from websockets.frames import Frame
 from websockets.streams import StreamReader
 
-from sparkwire.gateway.hub import StreamHub
+from sparkwire.gateway.fanout.hub import StreamHub
 from sparkwire.gateway.settings import ConnectionSettings
-from sparkwire.gateway.wire import Listener, Message
+from sparkwire.gateway.transport.contract import Listener, Message
 from sparkwire.protocol import ServerFrame, parse_server_frame
 from sparkwire.replaylog.memory import MemoryStreamLog
 from sparkwire.replaylog.model import Record

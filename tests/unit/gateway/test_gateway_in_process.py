@@ -12,9 +12,10 @@ from dataclasses import dataclass
 import pytest
 from starlette.testclient import TestClient, WebSocketTestSession
 
-from sparkwire.gateway.app import Gateway, create_app
-from sparkwire.gateway.sessions import SessionStore
+from sparkwire.gateway.app import create_app
+from sparkwire.gateway.pod import Gateway
 from sparkwire.gateway.settings import ConnectionSettings
+from sparkwire.gateway.store.session_store import SessionStore
 from sparkwire.protocol import (
     Ack,
     CloseCode,

@@ -1,0 +1,3 @@
+"""One client connection, from its hello to its close: ``lifecycle`` runs it, ``handshake`` lets it in and
+starts it (resume or snapshot), the ``sender`` (its only task) sends history merged with live, the
+``receiver`` handles its frames in the transport's callback, and ``ending`` says why it closes."""

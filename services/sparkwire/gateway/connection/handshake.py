@@ -1,0 +1,144 @@
+"""A connection's first steps: its hello (in time, well formed, a valid token), the session it may adopt,
+then the welcome and, when the client cannot resume, a snapshot.
+
+Split in two around the hub subscription: ``admit`` runs before it (nothing of the log read yet), ``start``
+after it, so nothing committed between the two can be missed. The decision itself is ``decide_start`` in
+``recovery.start_plan``, a pure function; this module does the I/O around it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from dataclasses import dataclass
+
+from sparkwire.gateway import metrics
+from sparkwire.gateway.auth.tokens import Grant, check_token
+from sparkwire.gateway.connection.ending import Close
+from sparkwire.gateway.fanout.hub import StreamHub
+from sparkwire.gateway.recovery.continuity import verify_resume
+from sparkwire.gateway.recovery.start_plan import StartPlan, decide_start
+from sparkwire.gateway.settings import ConnectionSettings
+from sparkwire.gateway.store.session_store import SessionPosition, SessionStore
+from sparkwire.gateway.transport.contract import FrameSocket, Transport, payload, serialize_text_frames
+from sparkwire.protocol.client_frames import Hello, ProtocolError, parse_client_frame
+from sparkwire.protocol.close_codes import CloseCode
+from sparkwire.protocol.server_frames import Welcome, encode_welcome
+
+# A cursor of the stream's epoch, a little ahead of the log this pod reads: in a Redis failover the pods move
+# to the new primary one poll apart, and the writer publishes again a batch the old primary had published
+# unreplicated, so a client that read a batch through one pod can reach another whose log lacks it for a
+# few seconds. Answering with a snapshot would skip every entry between (a seed-7 chaos run: 28 lost); the
+# pod waits this long for its log to reach the cursor, then resumes — or snapshots, as before, if it does not.
+CURSOR_AHEAD_WAIT_S = 8.0
+CURSOR_AHEAD_POLL_S = 0.25
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """A client let in: its hello, its token's grant (None without auth) and the session it holds, with that
+    session's last ack when it adopted an existing one."""
+
+    hello: Hello
+    grant: Grant | None
+    session_id: str
+    stored: SessionPosition | None
+
+    @property
+    def subject(self) -> str:
+        return self.grant.subject if self.grant else ""
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    """Where the connection starts: the epoch its frames carry (empty for a stream not yet written) and the
+    seq after which entries are due (the resumed cursor, or the snapshot's seq)."""
+
+    epoch: str
+    after: int
+
+
+async def admit(socket: FrameSocket, stream: str, sessions: SessionStore,
+                settings: ConnectionSettings) -> Admission:
+    """The hello, its token checked for ``stream``, and the session: raises ``Close``, ``ProtocolError`` or
+    ``AuthError`` for a client that may not go on."""
+    hello = await _receive_hello(socket, settings)
+    grant = check_token(hello.token, settings.auth_secret, stream) if settings.auth_secret else None
+    subject = grant.subject if grant else ""
+    # Keep the hello's session id only if a pod issued it for this stream to the same subject; any other
+    # id gets a fresh one, so a client cannot take over a session by naming it.
+    if hello.session is not None:
+        owner, stored = await sessions.lookup(hello.session, stream)
+        if owner == subject:
+            return Admission(hello, grant, hello.session, stored)
+    return Admission(hello, grant, uuid.uuid4().hex, None)
+
+
+async def start(socket: FrameSocket, transport: Transport, hub: StreamHub, sessions: SessionStore,
+                settings: ConnectionSettings, admission: Admission) -> Start:
+    """Mark the session connected, send the welcome, and the snapshot when the client cannot resume."""
+    meta = await hub.meta()
+    # Used even with a cursor: its counts are the baseline of the cumulative ones the acks carry.
+    stored = admission.stored
+    plan = decide_start(admission.hello.cursor, stored.seq if stored else None, meta,
+                        session_epoch=stored.epoch if stored else None)
+    deadline = time.monotonic() + CURSOR_AHEAD_WAIT_S
+    # Only in a written stream's epoch: a cursor on a stream that is empty (epoch "") was deleted under it.
+    while plan.reset == "cursor_ahead" and meta.epoch and time.monotonic() < deadline:
+        await asyncio.sleep(CURSOR_AHEAD_POLL_S)
+        meta = await hub.meta()
+        plan = decide_start(admission.hello.cursor, stored.seq if stored else None, meta,
+                            session_epoch=stored.epoch if stored else None)
+    plan = await _verify(hub, plan, admission)
+    await sessions.connected(admission.session_id, hub.stream, admission.subject)
+    ack_every, ack_interval_ms = settings.ack_policy(len(hub.subscriptions))
+    welcome = encode_welcome(Welcome(
+        session=admission.session_id, epoch=meta.epoch, head_seq=meta.last_seq, recovered=plan.recovered,
+        reset=None if plan.reset == "none" else plan.reset, ack_every=ack_every, ack_interval_ms=ack_interval_ms,
+    ))
+    if plan.after_seq is not None:
+        await _send(socket, transport, [welcome])
+        return Start(meta.epoch, plan.after_seq)
+    metrics.RESETS.labels(stream=hub.stream, reason=plan.reset).inc()
+    snapshot, frames = await hub.snapshot(settings.max_server_frame_bytes)
+    await _send(socket, transport, [welcome, *frames])
+    return Start(snapshot.epoch, snapshot.seq)
+
+
+async def _verify(hub: StreamHub, plan: StartPlan, admission: Admission) -> StartPlan:
+    """A resume checked against the entry the log holds at its seq, when the position came with that entry's
+    digest (``continuity.verify_resume``). Read from the log, never the pod's ring: the ring holds what this
+    pod read before, which is exactly what a log that went back no longer holds."""
+    cursor, stored = admission.hello.cursor, admission.stored
+    digest = (cursor.digest if plan.position_from == "cursor" and cursor is not None
+              else stored.digest if plan.position_from == "session" and stored is not None else None)
+    if plan.mode != "resume" or not plan.after_seq or not digest:
+        return plan
+    return verify_resume(plan, digest, await hub.entry_at(plan.after_seq))
+
+
+async def _send(socket: FrameSocket, transport: Transport, frames: list[str]) -> None:
+    """The frames in one write when the transport takes direct writes (``transport.uvicorn_websocket``: one
+    syscall instead of one per frame, and none of the ASGI send path), else one by one through the socket."""
+    if transport.write(serialize_text_frames(frames)):
+        return
+    for frame in frames:
+        await socket.send_text(frame)
+
+
+async def _receive_hello(socket: FrameSocket, settings: ConnectionSettings) -> Hello:
+    try:
+        async with asyncio.timeout(settings.hello_timeout_s):
+            message = await socket.receive()
+    except TimeoutError:
+        raise Close(CloseCode.TIMEOUT, "no hello in time") from None
+    frame = parse_client_frame(payload(message), settings.max_client_frame_bytes)
+    if not isinstance(frame, Hello):
+        raise ProtocolError(CloseCode.PROTOCOL_VIOLATION, "the first frame must be a hello")
+    return frame
+
+
+def expiry_monotonic(grant: Grant | None) -> float | None:
+    """The token's expiry on the monotonic clock the sender wakes by (None without auth)."""
+    return None if grant is None else time.monotonic() + grant.expires_at - time.time()

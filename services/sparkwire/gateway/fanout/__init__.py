@@ -1,0 +1,2 @@
+"""One reader per pod per stream fanning each batch out to the connections: the ``hub`` follows the log and
+keeps a ring of recent entries; each connection's ``subscription`` is its mailbox."""

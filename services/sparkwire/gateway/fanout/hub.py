@@ -1,0 +1,252 @@
+"""One reader per pod per stream: a loop following the log (``StreamLog.follow``: a blocking XREAD on Redis)
+that feeds a ring of recent entries and fans each batch out to the connections, every entry encoded once for
+all of them."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+
+from sparkwire.gateway import metrics
+from sparkwire.gateway.fanout.subscription import EndReason, LiveBatch, LiveEntry, Subscription
+from sparkwire.gateway.recovery.continuity import head_verdict
+from sparkwire.gateway.store.batched import Batched, shared
+from sparkwire.protocol.server_frames import encode_entry, encode_snapshot
+from sparkwire.replaylog.model import Entry, Snapshot, StreamMeta
+from sparkwire.replaylog.port import UNAVAILABLE, StreamLog
+
+log = logging.getLogger(__name__)
+
+# How long the log may end before the last entry this pod read, in the same epoch, before that is a rewind: a
+# failover to a replica that held the batch staged but not published gets it published again, identically, by
+# the writer within seconds (the same reason as the handshake's CURSOR_AHEAD_WAIT_S, the same length).
+LOG_BEHIND_WAIT_S = 8.0
+
+
+class EncodedSnapshot:
+    """A snapshot and its frames, encoded once per frame size for every connection that shares it."""
+
+    __slots__ = ("_frames", "snapshot")
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+        self._frames: dict[int, list[str]] = {}
+
+    def frames(self, max_frame_bytes: int) -> list[str]:
+        frames = self._frames.get(max_frame_bytes)
+        if frames is None:
+            frames = self._frames[max_frame_bytes] = encode_snapshot(self.snapshot, max_frame_bytes)
+        return frames
+
+
+class StreamHub:
+    def __init__(self, log: StreamLog, stream: str, *, ring_size: int, block_ms: int = 1000,
+                 queue_size: int = 256, behind_wait_s: float = LOG_BEHIND_WAIT_S) -> None:
+        self.log = log  # followed here; connections read history and snapshots with it
+        self._stream = stream
+        self.ring: deque[LiveEntry] = deque(maxlen=ring_size)
+        self.block_ms = block_ms
+        self.queue_size = queue_size
+        self.subscriptions: set[Subscription] = set()
+        self.epoch = ""
+        self.head_seq = 0
+        self.head_digest = ""  # of the entry at head_seq, when this pod read it ("" after a reset: unknown)
+        self.behind_wait_s = behind_wait_s
+        self._behind_since: float | None = None  # monotonic time the log was first seen ending before head_seq
+        self.healthy = False
+        self.started = asyncio.Event()
+        self._written_through = metrics.WRITTEN_THROUGH.labels(stream=stream)
+        self._delivered = metrics.ENTRIES_DELIVERED.labels(stream=stream)
+        # Connections' reads, shared by the handshakes that ask together (``batched``).
+        self._meta_reads: Batched[None, StreamMeta] = shared(log.meta)
+        self._snapshot_reads: Batched[None, EncodedSnapshot] = shared(self._read_snapshot)
+        self._entry_reads: Batched[int, Entry | None] = Batched(self._read_entries_at)
+
+    @property
+    def stream(self) -> str:
+        return self._stream
+
+    def subscribe(self) -> Subscription:
+        subscription = Subscription(self.queue_size)
+        self.subscriptions.add(subscription)
+        return subscription
+
+    def end_all(self, reason: EndReason) -> None:
+        for subscription in self.subscriptions:
+            subscription.end(reason)
+
+    def unsubscribe(self, subscription: Subscription) -> None:
+        self.subscriptions.discard(subscription)
+
+    def ring_after(self, seq: int, limit: int) -> list[LiveEntry] | None:
+        """Up to ``limit`` ring entries after ``seq``, or None when the ring does not start at ``seq + 1``
+        or earlier (the caller must read Redis)."""
+        if not self.ring or self.ring[0].entry.seq > seq + 1:
+            return None
+        start = seq + 1 - self.ring[0].entry.seq
+        return [self.ring[i] for i in range(max(start, 0), min(len(self.ring), max(start, 0) + limit))]
+
+    async def meta(self) -> StreamMeta:
+        """The stream's meta for a connection's handshake, read after this call (never an older read)."""
+        return await self._meta_reads(None)
+
+    async def snapshot(self, max_frame_bytes: int) -> tuple[Snapshot, list[str]]:
+        """A snapshot read after this call, and its frames: one read and one encoding for every connection
+        that asked while the previous read was out."""
+        encoded = await self._snapshot_reads(None)
+        return encoded.snapshot, encoded.frames(max_frame_bytes)
+
+    async def entry_at(self, seq: int) -> Entry | None:
+        """The log's entry at ``seq`` (None if it holds none), read after this call from the log, never the ring:
+        what a resuming connection's digest is checked against. Clients resuming together (most at the same
+        seq, the head) share the reads."""
+        return await self._entry_reads(seq)
+
+    async def _read_entries_at(self, seqs: list[int]) -> list[Entry | None]:
+        distinct = sorted(set(seqs))
+        found = await asyncio.gather(*(self.log.read_after(seq - 1, 1) for seq in distinct))
+        held = {seq: entries[0] for seq, entries in zip(distinct, found, strict=True)
+                if entries and entries[0].seq == seq}
+        return [held.get(seq) for seq in seqs]
+
+    async def _read_snapshot(self) -> EncodedSnapshot:
+        return EncodedSnapshot(await self.log.snapshot())
+
+    async def run(self) -> None:
+        backoff = 0.05
+        while True:
+            try:
+                await self._follow()
+            except asyncio.CancelledError:
+                raise
+            except UNAVAILABLE as error:
+                self.healthy = False
+                metrics.REDIS_ERRORS.labels(operation="xread").inc()
+                log.warning("hub lost redis", extra={"fields": {"stream": self.stream, "error": str(error)}})
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 2.0)
+            except Exception:
+                # Anything else (a reply the client could not make sense of while Redis restarted, seen on
+                # kind): the hub must not end, or the pod stays unready ("stream readers not following")
+                # with nothing in its log after the error. Logged with its traceback, then followed again.
+                self.healthy = False
+                metrics.REDIS_ERRORS.labels(operation="xread").inc()
+                log.exception("hub failed, following again", extra={"fields": {"stream": self.stream}})
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 2.0)
+            else:
+                backoff = 0.05
+
+    async def _follow(self) -> None:
+        meta = await self.log.meta()
+        if meta.epoch != self.epoch and (self.epoch or not self.started.is_set()):
+            self._reset(meta)
+        else:  # following again after an error (a failover?): the log may have gone back under this pod
+            await self._check_head(meta)
+        self.healthy = True
+        self.started.set()
+        while True:
+            # With the entry at the head, read on the XREAD's connection: after a failover the XREAD may be
+            # resent to the new primary without an error reaching here, and a log that went back there and
+            # was written again under the same seqs would continue by seq as if nothing happened.
+            held, entries = await self.log.follow_after(self.head_seq, 1000, self.block_ms)
+            if (self.head_digest and (held is None or held.digest != self.head_digest)
+                    and await self._check_head(await self.log.meta(), held)):
+                continue  # reset: follow the new epoch from its head
+            if not entries:
+                meta = await self.log.meta()  # quiet: a good moment to notice a lost log (new epoch)
+                metrics.SINK_DUPLICATES.labels(stream=self.stream).set(
+                    meta.counters.get("duplicates_suppressed", 0))
+                await self._check_head(meta)
+                continue
+            if not self.epoch:  # the first commit to an empty stream created its epoch just now
+                self.epoch = (await self.log.meta()).epoch
+            self._publish(entries)
+
+    def _publish(self, entries: list[Entry]) -> None:
+        batch = LiveBatch()
+        for entry in entries:
+            if entry.seq != self.head_seq + 1:
+                metrics.GAPS_DETECTED.labels(stream=self.stream).inc()
+                log.warning("hub saw a seq hole", extra={"fields": {"stream": self.stream, "head": self.head_seq,
+                                                                    "got": entry.seq}})
+            try:
+                batch.append(LiveEntry(entry, encode_entry(entry)))
+            except ValueError:
+                log.exception("entry with invalid data skipped by the hub")
+                continue
+            self.head_seq = entry.seq
+            self.head_digest = entry.digest
+        self.ring.extend(batch)
+        metrics.HEAD_SEQ.labels(stream=self.stream).set(self.head_seq)
+        written_through = 0
+        for subscription in list(self.subscriptions):
+            written_through += subscription.offer(batch)
+        if written_through and batch:
+            # Once per batch, not per connection: at thousands of clients the metric calls cost more than
+            # the writes. The latency is that of the batch's last write through, the slowest.
+            self._written_through.inc(written_through)
+            self._delivered.inc(written_through * len(batch))
+            metrics.DELIVERY_LATENCY.observe(max(time.time() * 1000 - batch[0].entry.commit_ms, 0) / 1000)
+
+    async def _check_head(self, meta: StreamMeta, held: Entry | None = None) -> bool:
+        """Whether the log still holds the last entry this pod read (``continuity.head_verdict``); if it went back
+        in the same epoch (a lagging replica promoted: another entry at that seq, or none for
+        ``behind_wait_s``), a new epoch is declared through the log's own script
+        (``declare_rewind.lua``: checked and changed in one call, so pods that see it together declare one
+        epoch), and every connection is closed 4409 "stream rewound": they resume with a snapshot. True when
+        the hub was reset (another epoch, declared here or found), False when it goes on. ``held``: the entry at
+        the head if just read."""
+        if meta.epoch != self.epoch:
+            if self.epoch:
+                self._reset(meta)
+                return True
+            return False
+        if self.head_seq <= 0:
+            return False
+        if meta.last_seq >= self.head_seq and held is None:
+            if not self.head_digest:
+                return False
+            found = await self.log.read_after(self.head_seq - 1, 1)
+            held = found[0] if found else None
+        if meta.last_seq >= self.head_seq:
+            self._behind_since = None
+        elif self._behind_since is None:
+            self._behind_since = time.monotonic()
+            log.warning("stream log behind what this pod read: waiting for it", extra={"fields": {
+                "stream": self.stream, "epoch": self.epoch, "seq": self.head_seq, "logLastSeq": meta.last_seq,
+                "waitS": self.behind_wait_s}})
+        behind_for = 0.0 if self._behind_since is None else time.monotonic() - self._behind_since
+        verdict = head_verdict(self.head_seq, self.head_digest, meta.last_seq, held, behind_for_s=behind_for,
+                               wait_s=self.behind_wait_s)
+        if verdict != "rewound":
+            return False
+        status, epoch = await self.log.declare_rewind(self.epoch, self.head_seq, self.head_digest)
+        if status == "intact":  # the log reached that entry again meanwhile (a read of a moving log): go on
+            return False
+        metrics.REWINDS.labels(stream=self.stream, outcome=status).inc()
+        log.warning("stream rewound: the log went back in the same epoch", extra={"fields": {
+            "stream": self.stream, "epoch": self.epoch, "seq": self.head_seq, "digest": self.head_digest,
+            "logLastSeq": meta.last_seq, "heldDigest": held.digest if held else None, "newEpoch": epoch,
+            "declared": status == "declared"}})
+        self.end_all("stream_rewound")
+        self._adopt(await self.log.meta())
+        return True
+
+    def _reset(self, meta: StreamMeta) -> None:
+        """The log this pod followed is gone (new epoch): connections must start over from a snapshot."""
+        if self.epoch:
+            log.warning("stream epoch changed", extra={"fields": {"stream": self.stream, "old": self.epoch,
+                                                                  "new": meta.epoch}})
+            self.end_all("stream_reset")
+        self._adopt(meta)
+
+    def _adopt(self, meta: StreamMeta) -> None:
+        self._behind_since = None
+        self.epoch = meta.epoch
+        self.head_seq = meta.last_seq
+        self.head_digest = ""
+        self.ring.clear()
+

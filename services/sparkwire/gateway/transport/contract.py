@@ -1,0 +1,61 @@
+"""What a connection asks of the socket under it, whatever carries it (a WebSocket under uvicorn or plain
+ASGI, or SSE): ``FrameSocket`` for its own task, ``Transport`` for writes and replies outside it, the ASGI
+``Message`` a client's frame arrives as, and the bytes of WebSocket text frames a direct write takes."""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from starlette.websockets import WebSocketDisconnect
+from websockets.frames import Frame, Opcode
+
+Message = dict[str, Any]  # an ASGI receive event
+Listener = Callable[[Message], None]
+
+
+def serialize_text_frames(texts: Sequence[str]) -> bytes:
+    """``texts`` as unmasked, uncompressed WebSocket text frames, back to back."""
+    return b"".join(Frame(Opcode.TEXT, text.encode()).serialize(mask=False) for text in texts)
+
+
+class FrameSocket(typing.Protocol):
+    """What a connection does with its socket from its own task: the WebSocket's (Starlette's
+    ``WebSocket`` is one) or the SSE response's (``transport.sse.SseSocket``)."""
+
+    async def receive(self) -> typing.MutableMapping[str, Any]: ...
+
+    async def send_text(self, data: str) -> None: ...
+
+    async def close(self, code: int = 1000, reason: str | None = None) -> None: ...
+
+
+class Transport(typing.Protocol):
+    """What a connection does on its socket besides ``websocket.send_text`` from its own task."""
+
+    def write(self, frames: bytes) -> bool:
+        """Write a live batch's serialized frames now, from the hub's loop; False: not written (the
+        connection's task sends it instead)."""
+        ...
+
+    def reply(self, text: str) -> bool:
+        """Send one frame (a pong) from the receive callback, without waiting for the connection's task (the
+        uvicorn ``Wire`` writes it at once, ahead of anything queued; the ASGI transport sends it from a task
+        of its own); False when it cannot go (the connection is closing, or its client does not read)."""
+        ...
+
+    def listen(self, listener: Listener | None) -> None:
+        """Hand every later client message (and those not yet received) to ``listener`` as it arrives;
+        None stops."""
+        ...
+
+
+def payload(message: Mapping[str, Any]) -> str | bytes:
+    """A client message's text or bytes; a disconnect raises ``WebSocketDisconnect``."""
+    if message["type"] == "websocket.disconnect":
+        raise WebSocketDisconnect(int(str(message.get("code", 1000))))
+    text, data = message.get("text"), message.get("bytes")
+    if isinstance(text, str):
+        return text
+    return data if isinstance(data, bytes) else b""

@@ -1,0 +1,227 @@
+"""The socket under a connection: uvicorn's sans-I/O WebSocket protocol, lighter per connection, with a
+direct path for live batches and for the client's frames.
+
+Two costs dominated a caught-up connection (docs/benchmarks.md, flame graphs at 1k and 5k clients):
+
+* **Sending.** Waking each connection's task to send the same batch through ASGI built the same frame
+  again per connection. Server-to-client frames are not masked, so without compression a frame's bytes do
+  not depend on the connection: the hub serializes a batch once and ``Wire.write`` puts those bytes on
+  every caught-up connection's transport. uvicorn's ASGI ``send`` also writes each frame in one
+  synchronous call, so frames of the two paths never interleave.
+* **Receiving and memory.** An asyncio.Queue (four deques), an Event and a receiver task per connection
+  were a third of an idle connection's memory, and each ack went through the queue, a task wake-up and a
+  pause/resume of the socket's reading. Once a connection ``listen``s, its client's frames are handed to
+  it as they are parsed, in the protocol's own callback.
+
+Run it with ``uvicorn.Config(ws=SparkwireWebSocketProtocol)``; the ASGI application finds the connection's
+``Wire`` in ``scope["extensions"]``. Under any other ASGI server (or Starlette's ``TestClient``) a connection
+gets an ``AsgiTransport``: the same ``Transport`` interface over plain ASGI ``send`` and ``receive``, with no
+direct path (every live batch goes through the connection's task).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from starlette.types import Scope
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+from websockets.protocol import Protocol, State
+
+from sparkwire.gateway.transport.bad_input import BAD_INPUT_LOG
+from sparkwire.gateway.transport.contract import Listener, serialize_text_frames
+from sparkwire.gateway.transport.queues import MAX_BUFFERED_BYTES, Inbox
+
+WIRE_EXTENSION = "sparkwire.wire"
+
+# Where uvicorn's per-connection lines go ("[accepted]", and websockets' "connection closed"): a child of
+# uvicorn's logger, so its handlers and format apply. Two INFO lines per client, each a write to stderr, were
+# ~5 % of a handshake's CPU when thousands connect at once; ``sparkwire gateway`` shows them only at
+# ``--log-level debug`` (errors always).
+CONNECTION_LOG = logging.getLogger("uvicorn.error.connections")
+
+
+class Wire:
+    """A uvicorn connection's ``Transport``: writes straight to its asyncio transport."""
+
+    __slots__ = ("_protocol",)
+
+    def __init__(self, protocol: SparkwireWebSocketProtocol) -> None:
+        self._protocol = protocol
+
+    def reply(self, text: str) -> bool:
+        return self.write(serialize_text_frames([text]), urgent=True)
+
+    def write(self, frames: bytes, *, urgent: bool = False) -> bool:
+        """Write serialized frames now; False (nothing written) when they must not be: the connection is
+        closing or negotiated compression; or, unless ``urgent``, the socket's buffer is full (the ASGI
+        path waits for it to drain, and a client that never drains ends as a slow consumer)."""
+        protocol = self._protocol
+        transport = protocol.transport
+        if (protocol.close_sent or protocol.disconnected or not protocol.handshake_complete
+                or protocol.conn.extensions or transport.is_closing()):
+            return False
+        if not (protocol.writable.is_set() if not urgent else transport.get_write_buffer_size() < MAX_BUFFERED_BYTES):
+            return False
+        transport.write(frames)
+        return True
+
+    def listen(self, listener: Listener | None) -> None:
+        """Hand every later client message (and those not yet received) to ``listener`` as it arrives,
+        instead of queueing it for ``receive()``; None goes back to queueing."""
+        self._protocol.listen(listener)
+
+
+def wire_of(scope: Scope) -> Wire | None:
+    wire = (scope.get("extensions") or {}).get(WIRE_EXTENSION)
+    return wire if isinstance(wire, Wire) else None
+
+
+class Writable:
+    """The protocol's "may write" flag: asyncio.Event's interface without its deque per connection."""
+
+    __slots__ = ("_set", "_waiters")
+
+    def __init__(self) -> None:
+        self._set = True
+        self._waiters: list[asyncio.Future[None]] | None = None
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def set(self) -> None:
+        self._set = True
+        waiters, self._waiters = self._waiters, None
+        for waiter in waiters or ():
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def clear(self) -> None:
+        self._set = False
+
+    async def wait(self) -> None:
+        if self._set:
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        if self._waiters is None:
+            self._waiters = []
+        self._waiters.append(waiter)
+        await waiter
+
+
+class SparkwireWebSocketProtocol(WebSocketsSansIOProtocol):
+    """uvicorn's sans-I/O WebSocket protocol with a ``Wire`` in its scope, a lighter queue and flag, and
+    the handshake's request and response dropped once accepted."""
+
+    # Every attribute uvicorn's protocol sets (uvicorn is pinned), and ours, as slots: with its ~40 attributes,
+    # past CPython's limit of 30 keys shared between the instances of a class, each connection's protocol kept
+    # a dict of its own, 1.6 KB of an idle connection's ~14 (docs/benchmarks.md); slots are 8 bytes each.
+    # An attribute a later uvicorn adds still works (it goes to the instance dict, and a test says so).
+    __slots__ = (
+        "app", "app_returned", "app_state", "asgi_version", "client", "close_sent", "close_timeout", "close_timer",
+        "config", "conn", "connections", "curr_msg_data_type", "default_headers", "disconnected", "frames",
+        "handshake_complete", "handshake_initiated", "initial_response", "last_ping_rtt", "logger", "loop",
+        "pending_ping_payload", "ping_interval", "ping_sent_at", "ping_timeout", "ping_timer", "pong_timer", "queue",
+        "read_paused", "request", "response", "root_path", "scheme", "scope", "server", "tasks", "transport",
+        "writable",
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.logger = self.conn.logger = CONNECTION_LOG
+        self.queue: Inbox = Inbox()  # type: ignore[assignment]
+        self.writable: Writable = Writable()  # type: ignore[assignment]
+        self.app_returned = False
+
+    def handle_connect(self, event: Any) -> None:
+        super().handle_connect(event)
+        if self.response.status_code == 101:  # the application's task, created just now, starts later
+            self.scope["extensions"] = {**(self.scope.get("extensions") or {}), WIRE_EXTENSION: Wire(self)}  # type: ignore[dict-item]
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        self._release_when_done()
+
+    def on_task_complete(self, task: asyncio.Task[None]) -> None:
+        super().on_task_complete(task)
+        self.app_returned = True
+        self._release_when_done()
+
+    def _release_when_done(self) -> None:
+        """Once the connection is lost and its application has returned, nothing uses this protocol again: drop
+        the references that make it a cycle (the ``Wire`` in its scope, websockets' discard parser whose frame
+        holds the connection, the transport that holds this protocol), so reference counting frees it at once.
+        Left to the collector, the closed connections piled up until a full collection: 563,000 objects, a
+        1.0-1.2 s stall of the pod when 10,000 clients left together (docs/benchmarks.md)."""
+        if not (self.disconnected and self.app_returned):
+            return
+        scope = getattr(self, "scope", None)  # set once the handshake request arrived
+        if scope is not None:
+            scope.pop("extensions", None)
+        self.conn.parser = None  # type: ignore[assignment]
+        # A frame websockets refused (over the size limit, or malformed) is kept as ``parser_exc``, whose
+        # traceback holds the parser's frame and so the connection: a cycle of ~40 objects per refused frame
+        # that only a full collection freed (issue 39: the abuse benchmark's RSS rose by steps between them).
+        self.conn.parser_exc = None
+        self.transport = None  # type: ignore[assignment]
+
+    def listen(self, listener: Listener | None) -> None:
+        """See ``Wire.listen``. A message that arrived while nobody listened (a client's ping or ack
+        between its hello and the end of its snapshot) paused the socket's reading, as uvicorn does for
+        every queued message until ``receive()`` takes it; handing the queue to ``listener`` empties it,
+        so reading resumes here. Left paused, no later frame of the client was ever read: its pongs and
+        acks went unseen, and the pong timeout closed it with 4408 although it answered every ping."""
+        self.queue.listen(listener)
+        if listener is not None and self.read_paused and not self.transport.is_closing():
+            self.read_paused = False
+            self.transport.resume_reading()
+
+    def send_receive_event_to_app(self) -> None:
+        if self.queue.listener is None or self.close_sent:
+            if self.curr_msg_data_type == "text" and not self.close_sent and not _utf8(self.frames):
+                self.frames = []
+                self._refuse_invalid_utf8()  # uvicorn's own path logs a traceback for each such frame
+                return
+            super().send_receive_event_to_app()  # queued, and reading paused until it is received
+            return
+        data = self.frames[0] if len(self.frames) == 1 else b"".join(self.frames)
+        self.frames = []
+        if self.curr_msg_data_type == "bytes":
+            self.queue.put_nowait({"type": "websocket.receive", "bytes": data})
+            return
+        try:
+            text = data.decode()
+        except UnicodeDecodeError:
+            self._refuse_invalid_utf8()
+            return
+        self.queue.put_nowait({"type": "websocket.receive", "text": text})
+
+    def _refuse_invalid_utf8(self) -> None:
+        """Close 1007 (RFC 6455: data not consistent with the message type), as uvicorn does, and count it."""
+        BAD_INPUT_LOG.report("invalid_utf8", "a text frame that is not UTF-8, closed 1007")
+        self.conn.send_close(1007)
+        self.handle_parser_exception()
+
+    async def send(self, message: Any) -> None:
+        await super().send(message)
+        if message["type"] == "websocket.accept" and self.handshake_complete:
+            # The handshake's request and response are never read again: several KB of headers per idle
+            # connection. The request is also a local of the handshake parser, which goes on parsing frames
+            # for the connection's lifetime: a frame parser started afresh holds nothing. Swapped only
+            # between frames, with nothing buffered (a client sends no frame before reading the response
+            # just written), as websockets itself swaps its parser when closing.
+            self.request = self.response = None  # type: ignore[assignment]
+            conn = self.conn
+            if not conn.reader.buffer and conn.state is State.OPEN:
+                conn.parser = Protocol.parse(conn)
+                next(conn.parser)
+
+
+def _utf8(frames: Sequence[bytes]) -> bool:
+    try:
+        (frames[0] if len(frames) == 1 else b"".join(frames)).decode()
+    except UnicodeDecodeError:
+        return False
+    return True

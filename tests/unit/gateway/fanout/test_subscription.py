@@ -1,0 +1,106 @@
+"""The connection's mailbox: bounded, woken by a batch or an end, the first end reason kept."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from sparkwire.gateway.fanout.subscription import LiveBatch, Subscription
+
+
+def test_a_full_mailbox_ends_as_a_slow_consumer_and_takes_nothing_more() -> None:
+    subscription = Subscription(limit=2)
+    for _ in range(2):
+        subscription.offer(LiveBatch())
+    assert subscription.ended is None
+    subscription.offer(LiveBatch())
+    assert subscription.ended == "slow_consumer"
+    assert len(subscription.take()) == 2
+    subscription.offer(LiveBatch())
+    assert subscription.take() == []
+
+
+def test_the_first_end_reason_wins() -> None:
+    subscription = Subscription(limit=4)
+    subscription.end("draining")
+    subscription.end("receiver")
+    assert subscription.ended == "draining"
+
+
+def test_wait_returns_at_once_for_a_batch_and_wakes_for_an_offer_or_an_end() -> None:
+    async def scenario() -> list[float]:
+        subscription = Subscription(limit=4)
+        subscription.offer(LiveBatch())
+        started = time.monotonic()
+        await subscription.wait(10)  # a batch is waiting already
+        took = [time.monotonic() - started]
+        subscription.take()
+        loop = asyncio.get_running_loop()
+        loop.call_later(0.05, subscription.offer, LiveBatch())
+        started = time.monotonic()
+        await subscription.wait(10)
+        took.append(time.monotonic() - started)
+        subscription.take()
+        loop.call_later(0.05, subscription.end, "stream_reset")
+        started = time.monotonic()
+        await subscription.wait(10)
+        took.append(time.monotonic() - started)
+        return took
+
+    at_once, offered, ended = asyncio.run(scenario())
+    assert at_once < 0.01 and 0.04 < offered < 1 and 0.04 < ended < 1
+
+
+def test_wait_times_out_without_ending_anything() -> None:
+    async def scenario() -> Subscription:
+        subscription = Subscription(limit=4)
+        await subscription.wait(0.05)
+        return subscription
+
+    subscription = asyncio.run(scenario())
+    assert subscription.ended is None and subscription.take() == []
+
+
+def test_a_batch_is_written_through_only_while_the_connection_waits_with_nothing_queued() -> None:
+    async def scenario() -> tuple[list[bool], list[LiveBatch], list[LiveBatch]]:
+        subscription = Subscription(limit=4)
+        through: list[LiveBatch] = []
+        subscription.write_through = lambda batch: through.append(batch) is None
+        first, second, third = LiveBatch(), LiveBatch(), LiveBatch()
+        results = [subscription.offer(first)]  # the connection is busy (not waiting): queued
+        waiting = asyncio.create_task(subscription.wait(10))
+        await asyncio.sleep(0)  # waits... but returns at once: a batch is queued
+        await waiting
+        subscription.take()
+        waiting = asyncio.create_task(subscription.wait(10))
+        await asyncio.sleep(0)
+        results.append(subscription.offer(second))  # idle, nothing queued: through, and not woken
+        await asyncio.sleep(0.01)
+        results.append(waiting.done())
+        subscription.write_through = lambda batch: False  # refused: queued, and the connection woken
+        results.append(subscription.offer(third))
+        await asyncio.wait_for(waiting, 1)
+        return results, through, subscription.take()
+
+    results, through, queued = asyncio.run(scenario())
+    assert results == [False, True, False, False]
+    assert through == [LiveBatch()] and len(queued) == 1
+
+
+def test_a_failing_write_through_falls_back_to_the_mailbox_for_good() -> None:
+    async def scenario() -> tuple[bool, int, bool]:
+        subscription = Subscription(limit=4)
+        calls = []
+
+        def broken(batch: LiveBatch) -> bool:
+            calls.append(batch)
+            raise RuntimeError("socket gone")
+
+        subscription.write_through = broken
+        waiting = asyncio.create_task(subscription.wait(10))
+        await asyncio.sleep(0)
+        through = subscription.offer(LiveBatch())
+        await asyncio.wait_for(waiting, 1)
+        return through, len(subscription.take()), subscription.write_through is None and len(calls) == 1
+
+    assert asyncio.run(scenario()) == (False, 1, True)

@@ -1,0 +1,124 @@
+"""The socket under a connection: frames serialized once, the light queue and flag uvicorn's protocol uses,
+and when a direct write is refused."""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+from typing import Any, cast
+
+import pytest
+from websockets.frames import Frame, Opcode
+from websockets.streams import StreamReader
+
+from sparkwire.gateway.transport.contract import Message, serialize_text_frames
+from sparkwire.gateway.transport.queues import MAX_BUFFERED_BYTES, Inbox
+from sparkwire.gateway.transport.uvicorn_websocket import Wire, Writable
+
+
+def parse_frames(data: bytes) -> list[Frame]:
+    reader = StreamReader()
+    reader.feed_data(data)
+    frames = []
+    while reader.buffer:
+        parser = Frame.parse(reader.read_exact, mask=False)
+        try:
+            next(parser)
+        except StopIteration as done:
+            frames.append(done.value)
+    return frames
+
+
+@pytest.mark.parametrize("size", [0, 125, 126, 65_535, 65_536, 200_000])  # the three length encodings
+def test_serialized_frames_parse_back_as_unmasked_text_frames(size: int) -> None:
+    texts = ["x" * size, '{"type":"entries","é":1}']
+    frames = parse_frames(serialize_text_frames(texts))
+    assert [(f.opcode, f.fin, f.data.decode()) for f in frames] == [(Opcode.TEXT, True, t) for t in texts]
+
+
+def test_the_inbox_queues_until_a_listener_takes_the_backlog_then_every_message() -> None:
+    async def scenario() -> tuple[Message, list[Message], bool]:
+        inbox = Inbox()
+        inbox.put_nowait({"n": 1})
+        first = await inbox.get()
+        inbox.put_nowait({"n": 2})
+        inbox.put_nowait({"n": 3})
+        heard: list[Message] = []
+        inbox.listen(heard.append)
+        inbox.put_nowait({"n": 4})
+        inbox.listen(None)
+        inbox.put_nowait({"n": 5})
+        return first, heard, inbox.empty()
+
+    first, heard, empty = asyncio.run(scenario())
+    assert first == {"n": 1} and heard == [{"n": 2}, {"n": 3}, {"n": 4}] and not empty
+
+
+def test_get_waits_for_a_message() -> None:
+    async def scenario() -> Message:
+        inbox = Inbox()
+        asyncio.get_running_loop().call_later(0.02, inbox.put_nowait, {"n": 1})
+        return await asyncio.wait_for(inbox.get(), 1)
+
+    assert asyncio.run(scenario()) == {"n": 1}
+
+
+def test_writable_blocks_while_cleared_and_wakes_every_waiter_on_set() -> None:
+    async def scenario() -> list[bool]:
+        flag = Writable()
+        await asyncio.wait_for(flag.wait(), 0.1)  # set at first
+        flag.clear()
+        waiters = [asyncio.create_task(flag.wait()) for _ in range(3)]
+        await asyncio.sleep(0.02)
+        blocked = [not w.done() for w in waiters]
+        flag.set()
+        await asyncio.wait_for(asyncio.gather(*waiters), 1)
+        return [*blocked, flag.is_set()]
+
+    assert all(asyncio.run(scenario()))
+
+
+class FakeTransport:
+    def __init__(self, buffered: int = 0, closing: bool = False) -> None:
+        self.written: list[bytes] = []
+        self.buffered, self.closing = buffered, closing
+
+    def write(self, data: bytes) -> None:
+        self.written.append(data)
+
+    def is_closing(self) -> bool:
+        return self.closing
+
+    def get_write_buffer_size(self) -> int:
+        return self.buffered
+
+
+def wire(transport: FakeTransport, **state: Any) -> Wire:
+    writable = Writable()
+    if not state.pop("writable", True):
+        writable.clear()
+    protocol = SimpleNamespace(transport=transport, close_sent=False, disconnected=False, handshake_complete=True,
+                               writable=writable, conn=SimpleNamespace(extensions=state.pop("extensions", [])))
+    for name, value in state.items():
+        setattr(protocol, name, value)
+    return Wire(cast(Any, protocol))
+
+
+def test_a_direct_write_reaches_an_open_uncompressed_writable_socket() -> None:
+    transport = FakeTransport()
+    assert wire(transport).write(b"frames") and transport.written == [b"frames"]
+
+
+@pytest.mark.parametrize("state", [
+    {"close_sent": True}, {"disconnected": True}, {"handshake_complete": False},
+    {"extensions": ["permessage-deflate"]}, {"writable": False},
+])
+def test_a_direct_write_is_refused_when_it_must_go_through_asgi(state: dict[str, Any]) -> None:
+    transport = FakeTransport()
+    assert not wire(transport, **state).write(b"frames") and transport.written == []
+
+
+def test_an_urgent_write_ignores_a_paused_socket_but_not_a_runaway_buffer_or_a_closing_one() -> None:
+    assert wire(FakeTransport(), writable=False).write(b"pong", urgent=True)
+    assert not wire(FakeTransport(buffered=MAX_BUFFERED_BYTES), writable=False).write(b"pong", urgent=True)
+    assert not wire(FakeTransport(closing=True)).write(b"pong", urgent=True)
