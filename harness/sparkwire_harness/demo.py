@@ -30,7 +30,7 @@ from redis.retry import Retry
 from sparkwire.client import BackgroundClient
 from sparkwire.examples.orders.expected import committed_batches, delivered_revisions, differences, expected_revisions
 from sparkwire.examples.orders.produce import load_orders
-from sparkwire.gateway.auth import issue_token
+from sparkwire.gateway.auth.tokens import issue_token
 from sparkwire.paths import cache_dir
 from sparkwire.replaylog import ReplayLogReader
 from sparkwire.replaylog.redis_url import connect

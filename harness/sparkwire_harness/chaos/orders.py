@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from sparkwire.client import BackgroundClient
 from sparkwire.examples.orders.expected import committed_batches, delivered_revisions, differences, expected_revisions
 from sparkwire.examples.orders.produce import load_orders
-from sparkwire.gateway.auth import issue_token
+from sparkwire.gateway.auth.tokens import issue_token
 from sparkwire.replaylog import ReplayLogReader
 from sparkwire_harness.chaos.pipeline import SupervisedAggregator
 from sparkwire_harness.chaos.topology import ORDERS, Topology

@@ -19,7 +19,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from sparkwire.gateway.auth import issue_token
+from sparkwire.gateway.auth.tokens import issue_token
 from sparkwire.replaylog import ReplayLogReader
 from sparkwire_harness.chaos import faults as fault_kinds
 from sparkwire_harness.chaos.counters import cross_check
