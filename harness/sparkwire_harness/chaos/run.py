@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from sparkwire.replaylog import ReplayLogReader
 from sparkwire_harness.chaos import faults as fault_kinds
 from sparkwire_harness.chaos.counters import cross_check
 from sparkwire_harness.chaos.monitor import Monitor, client_id
-from sparkwire_harness.chaos.orders import OrdersSide, SupervisedOrders
+from sparkwire_harness.chaos.orders import OrdersCheck, OrdersSide, SupervisedOrders
 from sparkwire_harness.chaos.pipeline import (
     DELAY_MS,
     REPLICATED_DELAY_MS,
@@ -38,8 +39,9 @@ from sparkwire_harness.chaos.pipeline import (
 from sparkwire_harness.chaos.recovery import Recovery, own_fault_windows, recovery, summarize
 from sparkwire_harness.chaos.schedule import CATEGORY, EDGES, Schedule, build_schedule
 from sparkwire_harness.chaos.topology import STREAM, TOPOLOGIES, Topology, start_topology
-from sparkwire_harness.chaos.verifier import first_problem, verdict_line, verify
+from sparkwire_harness.chaos.verifier import Verdict, first_problem, verdict_line, verify
 from sparkwire_harness.stack import ManagedProcess, cache_dir, exit_on_sigterm
+from sparkwire_harness.verify import WindowResult, expected_results
 
 # Shorter than the defaults (20 s / 30 s), so a hung gateway is found within a short run; the client's
 # silence timeout follows the protocol's rule, ping interval + 10 s.
@@ -48,6 +50,8 @@ SILENCE_S = 15.0
 LEAD_S = 25.0  # from starting the clients to the fault window: Spark and 200 clients come up meanwhile
 ClientPaths = dict[str, set[str]]
 """Client id -> the fault targets on its path (its edge link, its process)."""
+Scrape = tuple[int | None, int]
+"""A process's current pid (None while it is down) and its metrics port."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -163,122 +167,37 @@ def run(args: argparse.Namespace) -> int:
     settings = Settings(rate=args.rate, delay_ms=REPLICATED_DELAY_MS if topology.replicated else DELAY_MS)
     aggregator = SupervisedAggregator(topology, settings)
     orders = OrdersSide(topology, SupervisedOrders(topology, settings))
-    workers: list[ManagedProcess] = []
-    page: ManagedProcess | None = None
+    clients: list[ManagedProcess] = []  # the client processes and the page, killed whatever happens
     ok = False
     try:
         aggregator.start()
         orders.driver.start()
         t0 = time.time() + LEAD_S
         workers, page, status_files, paths = _start_clients(topology, schedule, secret, t0, args.client_processes,
-                                                     not args.no_browser)
+                                                            not args.no_browser)
+        clients += [*workers, *([page] if page else [])]
         orders.start_clients(secret, int(schedule.window_s) + 3600, [f"edge-{i}" for i in range(EDGES)])
         slow = next((w for w in workers if w.name == "clients-slow"), None)
         targets = fault_kinds.Targets(topology, aggregator, slow, other_drivers=[orders.driver])
-
-        def scrape_targets() -> dict[str, tuple[int | None, int]]:
-            found = {f"gateway-{i}": (g.process.pid, g.port) for i, g in enumerate(topology.gateways)}
-            found["aggregator"] = (aggregator.process.pid if aggregator.process else None, aggregator.metrics_port)
-            return found
-
-        monitor = Monitor(topology.redis_client(), STREAM, status_files, scrape_targets)
+        monitor = Monitor(topology.redis_client(), STREAM, status_files, _scrape_targets(topology, aggregator))
         expected_clients = args.clients + (page is not None)
         _wait(lambda: len(monitor.client_seqs()) >= expected_clients, LEAD_S + 60, "every client to start")
-        time.sleep(max(0.0, t0 - time.time()))
-        produce = producer(topology, settings, schedule.window_s, args.seed)
-        produce.start()
-        orders.start_producer(schedule.window_s, args.seed)
-        monitor.start()
-        _say(f"fault window of {schedule.window_s:.0f}s begins; {expected_clients} clients")
-        stop = threading.Event()
-        applied: list[fault_kinds.Applied] = []
-
-        def one(fault: Any) -> None:
-            result = fault_kinds.apply(fault, targets, t0, stop)
-            applied.append(result)
-            failure = f" FAILED: {result.error}" if result.error else ""
-            _say(f"injected at +{result.injected_at - t0:6.1f}s: {fault.describe()}{failure}")
-
-        threads = [threading.Thread(target=one, args=(f,), daemon=True) for f in schedule.faults]
-        for thread in threads:
-            thread.start()
-        code = wait_exit(produce, schedule.window_s + 120)
-        for thread in threads:
-            thread.join(timeout=120)
-        if code != 0:
-            raise RuntimeError(f"the producer failed ({code}):\n{produce.log_tail(20)}")
-        from sparkwire_harness.verify import expected_results
-
-        raw = [json.loads(line)["value"] for line in events_path(workdir).read_text().splitlines()]
-        expected = expected_results(raw, WINDOW_MS, settings.delay_ms)
-        _say(f"producer done: {len(raw)} records, {len(expected)} windows expected; waiting for the log, the clients")
-        _wait(lambda: monitor.head() >= len(expected), 240, f"the log to reach seq {len(expected)}")
-        head = max(monitor.head(), 0)
-        _wait(lambda: min(monitor.client_seqs().values(), default=0) >= head, 180, f"every client to reach seq {head}")
-        time.sleep(2.0)  # the last acks reach the session hashes
-        monitor.stop()
-        # Who was where when: the log's head and each client's seq, once a second (t from the run's t0).
-        with (workdir / "progress.jsonl").open("w") as progress:
-            for sample in monitor.samples:
-                row = {"t": round(sample.t - t0, 2), "head": sample.head, "seqs": sample.seqs}
-                progress.write(json.dumps(row) + "\n")
+        applied = _fault_window(topology, settings, schedule, args.seed, orders, monitor, targets, t0,
+                                expected_clients)
+        expected = _expected_windows(workdir, settings)
+        _await_delivery(monitor, len(expected))
+        _write_progress(workdir, monitor, t0)
         try:
-            clients = [c for w in workers for c in _collect(w, workdir / f"{w.name}.report.json")["clients"]]
+            rendered = [c for w in workers for c in _collect(w, workdir / f"{w.name}.report.json")["clients"]]
             page_report = _collect(page, workdir / "page.report.json") if page is not None else None
         except RuntimeError as error:  # a client process died: what it rendered is unknown
             print(f"FAIL: {error}", flush=True)
             return 1
-        reader = ReplayLogReader(topology.redis_client(), STREAM)
-        entries, meta = list(reader.iter_all()), reader.meta()
-        driver_kills = sum(1 for f in schedule.faults if f.kind == "driver-kill")
-        counters = cross_check(monitor, meta, len(expected), topology.redis_client(), driver_kills)
-        verdict = verify(expected, entries, clients, page_report, counters.problems)
-        orders_check = orders.check()
-        times: dict[str, list[float | None]] = defaultdict(list)
-        every: dict[str, list[float | None]] = defaultdict(list)
-        for result in sorted(applied, key=lambda a: a.fault.index):
-            # every other fault that stops or throttles delivery (added latency does not: a client behind it
-            # still counts); a fault's own clients are not excused from its own recovery
-            others = [(a.fault.target, a.injected_at, a.ended_at) for a in applied
-                      if a is not result and not a.error and a.fault.toxic != "latency"]
-            own = own_fault_windows(paths, others)
-            measured = recovery(monitor.samples, result.ended_at, own)
-            times[CATEGORY[result.fault.kind]].append(measured.seconds)
-            every[CATEGORY[result.fault.kind]].append(measured.every_client)
-            _say(f"recovered {_took(measured.seconds)} after {result.fault.describe()}" + _who(measured))
-        for line in counters.lines:
-            _say(line)
-        failed = [a for a in applied if a.error]
-        for result in failed:
-            _say(f"fault #{result.fault.index} could not be applied: {result.error}")
-        _say(f"aggregator exits: {len(aggregator.exits)} ({sorted(set(aggregator.exits))}); clients resent after a "
-             f"session-only resume: {verdict.resent_after_session_resume}")
-        _say("recovery (until every client not under a fault of its own path holds the first result committed "
-             "after the fault ended):")
-        for line in summarize(times):
-            print(line, flush=True)
-        _say("recovery, every client (those under a fault of their own too):")
-        for line in summarize(every):
-            print(line, flush=True)
-        for problem in verdict.problems[:10]:
-            _say(f"problem: {problem.who} seq {problem.seq}: {problem.what}")
-        first = first_problem(verdict)
-        before = None
-        if first is not None and first.commit_ms:
-            earlier = [a for a in applied if a.injected_at <= first.commit_ms / 1000]
-            if earlier:
-                last = max(earlier, key=lambda a: a.injected_at)
-                before = f"{last.fault.describe()} (injected at +{last.injected_at - t0:.1f}s)"
-        for line in orders_check.lines:
-            _say(line)
-        line = verdict_line(verdict, schedule.counts(), before)
-        if verdict.ok and not orders_check.ok:
-            line = f"FAIL: {orders_check.lines[-1]}"
-        print(line, flush=True)
-        ok = verdict.ok and not failed and orders_check.ok
+        verdict, counter_lines = _check_log(topology, schedule, monitor, expected, rendered, page_report)
+        ok = _report(verdict, counter_lines, orders.check(), schedule, aggregator, monitor, applied, paths, t0)
         return 0 if ok else 1
     finally:
-        for process in [*workers, *([page] if page else [])]:
+        for process in clients:
             process.kill()
         aggregator.stop()
         orders.stop()
@@ -287,3 +206,147 @@ def run(args: argparse.Namespace) -> int:
             shutil.rmtree(workdir, ignore_errors=True)
         else:
             _say(f"logs kept in {workdir}")
+
+
+def _scrape_targets(topology: Topology, aggregator: SupervisedAggregator) -> Callable[[], dict[str, Scrape]]:
+    """Where the monitor reads the processes' metrics now (a restarted process has a new pid)."""
+    def scrape_targets() -> dict[str, Scrape]:
+        found: dict[str, Scrape] = {f"gateway-{i}": (g.process.pid, g.port) for i, g in enumerate(topology.gateways)}
+        found["aggregator"] = (aggregator.process.pid if aggregator.process else None, aggregator.metrics_port)
+        return found
+
+    return scrape_targets
+
+
+def _fault_window(topology: Topology, settings: Settings, schedule: Schedule, seed: int, orders: OrdersSide,
+                  monitor: Monitor, targets: fault_kinds.Targets, t0: float,
+                  expected_clients: int) -> list[fault_kinds.Applied]:
+    """From ``t0``: the producers run for the window while every fault is injected at its time, each on a
+    thread of its own; returns once the producer is done and the faults have ended."""
+    time.sleep(max(0.0, t0 - time.time()))
+    produce = producer(topology, settings, schedule.window_s, seed)
+    produce.start()
+    orders.start_producer(schedule.window_s, seed)
+    monitor.start()
+    _say(f"fault window of {schedule.window_s:.0f}s begins; {expected_clients} clients")
+    stop = threading.Event()
+    applied: list[fault_kinds.Applied] = []
+
+    def one(fault: Any) -> None:
+        result = fault_kinds.apply(fault, targets, t0, stop)
+        applied.append(result)
+        failure = f" FAILED: {result.error}" if result.error else ""
+        _say(f"injected at +{result.injected_at - t0:6.1f}s: {fault.describe()}{failure}")
+
+    threads = [threading.Thread(target=one, args=(f,), daemon=True) for f in schedule.faults]
+    for thread in threads:
+        thread.start()
+    code = wait_exit(produce, schedule.window_s + 120)
+    for thread in threads:
+        thread.join(timeout=120)
+    if code != 0:
+        raise RuntimeError(f"the producer failed ({code}):\n{produce.log_tail(20)}")
+    return applied
+
+
+def _expected_windows(workdir: Path, settings: Settings) -> dict[str, WindowResult]:
+    """The results computed independently from the events the producer wrote down."""
+    raw = [json.loads(line)["value"] for line in events_path(workdir).read_text().splitlines()]
+    expected = expected_results(raw, WINDOW_MS, settings.delay_ms)
+    _say(f"producer done: {len(raw)} records, {len(expected)} windows expected; waiting for the log, the clients")
+    return expected
+
+
+def _await_delivery(monitor: Monitor, windows: int) -> None:
+    """Until the log holds every window and every client the log's head (or the time is up), then the monitor
+    stops."""
+    _wait(lambda: monitor.head() >= windows, 240, f"the log to reach seq {windows}")
+    head = max(monitor.head(), 0)
+    _wait(lambda: min(monitor.client_seqs().values(), default=0) >= head, 180, f"every client to reach seq {head}")
+    time.sleep(2.0)  # the last acks reach the session hashes
+    monitor.stop()
+
+
+def _write_progress(workdir: Path, monitor: Monitor, t0: float) -> None:
+    """Who was where when: the log's head and each client's seq, once a second (t from the run's t0)."""
+    with (workdir / "progress.jsonl").open("w") as progress:
+        for sample in monitor.samples:
+            row = {"t": round(sample.t - t0, 2), "head": sample.head, "seqs": sample.seqs}
+            progress.write(json.dumps(row) + "\n")
+
+
+def _check_log(topology: Topology, schedule: Schedule, monitor: Monitor, expected: dict[str, WindowResult],
+               rendered: list[Any], page_report: Any) -> tuple[Verdict, list[str]]:
+    """The log, every client's render and the processes' counters against the independently computed results;
+    the verdict and what the counters say."""
+    reader = ReplayLogReader(topology.redis_client(), STREAM)
+    entries, meta = list(reader.iter_all()), reader.meta()
+    driver_kills = sum(1 for f in schedule.faults if f.kind == "driver-kill")
+    counters = cross_check(monitor, meta, len(expected), topology.redis_client(), driver_kills)
+    return verify(expected, entries, rendered, page_report, counters.problems), counters.lines
+
+
+def _report(verdict: Verdict, counter_lines: list[str], orders_check: OrdersCheck, schedule: Schedule,
+            aggregator: SupervisedAggregator, monitor: Monitor, applied: list[fault_kinds.Applied], paths: ClientPaths,
+            t0: float) -> bool:
+    """Print how long each fault took to recover from, what the counters say, the problems and the one verdict
+    line; whether the run passed."""
+    times, every = _recoveries(monitor, applied, paths)
+    for line in counter_lines:
+        _say(line)
+    failed = [a for a in applied if a.error]
+    for result in failed:
+        _say(f"fault #{result.fault.index} could not be applied: {result.error}")
+    _say(f"aggregator exits: {len(aggregator.exits)} ({sorted(set(aggregator.exits))}); clients resent after a "
+         f"session-only resume: {verdict.resent_after_session_resume}")
+    _say("recovery (until every client not under a fault of its own path holds the first result committed "
+         "after the fault ended):")
+    for line in summarize(times):
+        print(line, flush=True)
+    _say("recovery, every client (those under a fault of their own too):")
+    for line in summarize(every):
+        print(line, flush=True)
+    for problem in verdict.problems[:10]:
+        _say(f"problem: {problem.who} seq {problem.seq}: {problem.what}")
+    for line in orders_check.lines:
+        _say(line)
+    line = verdict_line(verdict, schedule.counts(), _fault_before(verdict, applied, t0))
+    if verdict.ok and not orders_check.ok:
+        line = f"FAIL: {orders_check.lines[-1]}"
+    print(line, flush=True)
+    return verdict.ok and not failed and orders_check.ok
+
+
+Recoveries = dict[str, list[float | None]]
+"""Fault category -> the seconds until recovery from each fault of it (None: never)."""
+
+
+def _recoveries(monitor: Monitor, applied: list[fault_kinds.Applied],
+                paths: ClientPaths) -> tuple[Recoveries, Recoveries]:
+    """Each fault's recovery, printed as it is measured: until every client not under another fault of its own
+    path has caught up, and until every client has."""
+    times: Recoveries = defaultdict(list)
+    every: Recoveries = defaultdict(list)
+    for result in sorted(applied, key=lambda a: a.fault.index):
+        # every other fault that stops or throttles delivery (added latency does not: a client behind it
+        # still counts); a fault's own clients are not excused from its own recovery
+        others = [(a.fault.target, a.injected_at, a.ended_at) for a in applied
+                  if a is not result and not a.error and a.fault.toxic != "latency"]
+        own = own_fault_windows(paths, others)
+        measured = recovery(monitor.samples, result.ended_at, own)
+        times[CATEGORY[result.fault.kind]].append(measured.seconds)
+        every[CATEGORY[result.fault.kind]].append(measured.every_client)
+        _say(f"recovered {_took(measured.seconds)} after {result.fault.describe()}" + _who(measured))
+    return times, every
+
+
+def _fault_before(verdict: Verdict, applied: list[fault_kinds.Applied], t0: float) -> str | None:
+    """The last fault injected before the first problem's result was committed: where to look first."""
+    first = first_problem(verdict)
+    if first is None or not first.commit_ms:
+        return None
+    earlier = [a for a in applied if a.injected_at <= first.commit_ms / 1000]
+    if not earlier:
+        return None
+    last = max(earlier, key=lambda a: a.injected_at)
+    return f"{last.fault.describe()} (injected at +{last.injected_at - t0:.1f}s)"
