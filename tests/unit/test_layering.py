@@ -1,7 +1,7 @@
 """Which part of the package may import which: the clients speak the protocol, not the gateway's
-internals; the Spark job runs in an image without the local stack; the protocol does no I/O; the public Spark
-API and its examples know no built-in job; the built-in job and the examples use only what ``sparkwire.spark``
-exports."""
+internals; the gateway's rooms depend one way; the Spark job runs in an image without the local stack; the
+protocol does no I/O; the public Spark API and its examples know no built-in job; the built-in job and the
+examples use only what ``sparkwire.spark`` exports."""
 
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE_DIRS = {"sparkwire": ROOT / "services" / "sparkwire",
                 "sparkwire_harness": ROOT / "harness" / "sparkwire_harness"}
 HARNESS = ["sparkwire_harness"]
+GATEWAY_POD = ("pod", "app", "server")
+GATEWAY_ROOMS = ("recovery", "transport", "fanout", "connection", "store", "http", "auth", *GATEWAY_POD)
 
 FORBIDDEN = {
     "sparkwire.client": ["sparkwire.gateway", "sparkwire.replaylog", "sparkwire.spark", "redis", *HARNESS],
@@ -35,6 +37,15 @@ FORBIDDEN = {
     # replaylog, so the gateway runs on the in-memory store in tests as it runs on Redis in pods.
     "sparkwire.gateway": ["redis", "sparkwire.client", "sparkwire.spark", "sparkwire.replaylog.reader",
                           "sparkwire.replaylog.async_reader", "sparkwire.replaylog.writer", *HARNESS],
+    # The gateway's rooms, bottom up: the pure recovery decisions; the sockets (transport), which know nothing of
+    # what a connection does with them (the pod hands their endpoints its decisions); the fan-out; a connection;
+    # the HTTP reads beside them. Only the pod (pod.py, app.py, server.py) puts them together.
+    "sparkwire.gateway.recovery": [*(f"sparkwire.gateway.{room}" for room in GATEWAY_ROOMS if room != "recovery"),
+                                   "asyncio", "starlette", "uvicorn", "websockets", "redis", "prometheus_client"],
+    "sparkwire.gateway.transport": [*(f"sparkwire.gateway.{room}" for room in GATEWAY_ROOMS if room != "transport")],
+    "sparkwire.gateway.fanout": [*(f"sparkwire.gateway.{room}" for room in ("connection", "http", *GATEWAY_POD))],
+    "sparkwire.gateway.connection": [*(f"sparkwire.gateway.{room}" for room in ("http", *GATEWAY_POD))],
+    "sparkwire.gateway.http": [*(f"sparkwire.gateway.{room}" for room in ("connection", "transport", *GATEWAY_POD))],
     "sparkwire.producer": [*HARNESS],
     # The independent oracle: it reads the log and computes the expected results itself.
     "sparkwire_harness.verify": ["sparkwire_harness.stack", "sparkwire.gateway", "sparkwire.aggregator",
@@ -72,6 +83,13 @@ def test_a_package_imports_nothing_it_must_not(package: str, forbidden: list[str
     assert (folder / "__init__.py").is_file(), f"{package}: no package at {folder}"
     assert not offending_imports(folder, forbidden)
 
+
+
+def test_a_gateway_room_rule_finds_an_upward_import(tmp_path: Path) -> None:
+    (tmp_path / "sse.py").write_text("from sparkwire.gateway.connection.lifecycle import Connection\n"
+                                     "from sparkwire.gateway.transport.contract import FrameSocket\n")
+    assert offending_imports(tmp_path, FORBIDDEN["sparkwire.gateway.transport"]) == {
+        ("sse.py", "sparkwire.gateway.connection.lifecycle")}
 
 # The public Spark API is a boundary: the built-in job and the examples import only the names
 # ``sparkwire.spark`` exports (its ``__all__``), never one of its modules, as a team's own job would.
