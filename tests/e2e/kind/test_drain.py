@@ -26,26 +26,18 @@ import time
 import pytest
 
 from sparkwire_harness.e2e.fault_loop import FaultLoop
-
-from .conftest import (
-    CONTEXT,
-    GATEWAY_SELECTOR,
-    REDIS_POD,
-    RELEASE_SELECTOR,
-    Kube,
-    RedisLink,
-    Release,
-    check_exactly_once,
-    kubectl_binary,
-    progress,
-    scenario,
-)
-from .nodes import CONTROL_PLANE, cordon, move_driver_and_a_gateway_onto, node_of, placement
+from sparkwire_harness.kind.kube import Kube
+from sparkwire_harness.kind.nodes import cordon, move_driver_and_a_gateway_onto, node_of, on_node, workers
+from sparkwire_harness.kind.progress import progress
+from sparkwire_harness.kind.redis_link import RedisLink
+from sparkwire_harness.kind.release import Release
+from sparkwire_harness.kind.scenario import check_exactly_once, scenario
+from sparkwire_harness.kind.settings import GATEWAY_SELECTOR, KAFKA_SELECTOR, REDIS_POD, RELEASE_SELECTOR
+from sparkwire_harness.kind.tools import kubectl_command
 
 pytestmark = pytest.mark.slow
 
 GATEWAY_MAX_UNAVAILABLE = 1  # the chart's gateway.podDisruptionBudget.maxUnavailable
-KAFKA_SELECTOR = f"{RELEASE_SELECTOR},app.kubernetes.io/component=kafka"
 
 
 class Drain:
@@ -65,8 +57,8 @@ class Drain:
 
     def _drain(self) -> None:
         start = time.monotonic()
-        command = [kubectl_binary() or "kubectl", "--context", CONTEXT, "drain", self.node, "--ignore-daemonsets",
-                   "--delete-emptydir-data", "--timeout=300s"]
+        command = kubectl_command("drain", self.node, "--ignore-daemonsets", "--delete-emptydir-data",
+                                  "--timeout=300s", namespaced=False)
         self.kube.note(" ".join(command[3:]))
         self.result = subprocess.run(command, capture_output=True, text=True, timeout=360, check=False)
         self.seconds = time.monotonic() - start
@@ -97,18 +89,16 @@ def arrange(kube: Kube, release: Release) -> str:
     budget does; Redis moving to another node is test_replicated_redis.py's and test_kind_chaos.py's), made to run
     the driver and a gateway."""
     redis_node = node_of(kube, REDIS_POD)
-    victim = next(n.metadata.name for n in sorted(kube.core.list_node().items, key=lambda n: n.metadata.name)
-                  if n.metadata.name not in (CONTROL_PLANE, redis_node))
+    victim = next(node for node in workers(kube) if node != redis_node)
     move_driver_and_a_gateway_onto(kube, victim, release.gateway_replicas)
-    return str(victim)
+    return victim
 
 
 @pytest.mark.timeout(1800)
 def test_a_worker_drained_under_load(kube: Kube, release: Release, redis_link: RedisLink) -> None:
     kube.wait_ready(GATEWAY_SELECTOR, release.gateway_replicas)
     victim = arrange(kube, release)
-    on_victim = {pod for pod, node in placement(kube, RELEASE_SELECTOR).items() if node == victim}
-    kube.note(f"to drain: {victim}, running {sorted(on_victim)}")
+    kube.note(f"to drain: {victim}, running {on_node(kube, RELEASE_SELECTOR, victim)}")
     driver = kube.driver()
     assert driver is not None and driver.spec.node_name == victim, (victim, kube.events)
     epoch = redis_link.meta(release.stream).epoch
@@ -128,7 +118,7 @@ def test_a_worker_drained_under_load(kube: Kube, release: Release, redis_link: R
         assert drain.ready_gateways, "the drain ended before the first sample"
         assert min(drain.ready_gateways) >= release.gateway_replicas - GATEWAY_MAX_UNAVAILABLE, (
             f"the gateways' PodDisruptionBudget was not respected: Ready counts {drain.ready_gateways}")
-        left = {pod for pod, node in placement(kube, RELEASE_SELECTOR).items() if node == victim}
+        left = on_node(kube, RELEASE_SELECTOR, victim)
         assert not left, f"pods of the release still on the drained {victim}: {left}"
         new_driver = kube.driver()
         assert new_driver is not None and new_driver.spec.node_name != victim, kube.events

@@ -22,8 +22,14 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
 from sparkwire.replaylog.model import Entry
-
-from .conftest import (
+from sparkwire_harness.kind.checks import assert_log_exactly_once, wait_for_results
+from sparkwire_harness.kind.ingress import http_get
+from sparkwire_harness.kind.kube import Kube
+from sparkwire_harness.kind.production import new_production, start_producer, wait_producer
+from sparkwire_harness.kind.progress import progress
+from sparkwire_harness.kind.redis_link import RedisLink
+from sparkwire_harness.kind.release import read_release
+from sparkwire_harness.kind.settings import (
     FULLNAME,
     GATEWAY_SELECTOR,
     HTTP,
@@ -34,18 +40,8 @@ from .conftest import (
     RELEASE,
     RELEASE_SELECTOR,
     RESULTS_TIMEOUT,
-    Kube,
-    RedisLink,
-    Tools,
-    assert_log_exactly_once,
-    http_get,
-    new_production,
-    progress,
-    read_release,
-    start_producer,
-    wait_for_results,
-    wait_producer,
 )
+from sparkwire_harness.kind.tools import Tools
 
 pytestmark = pytest.mark.slow
 

@@ -21,21 +21,12 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from sparkwire_harness.e2e.fault_loop import FaultLoop
-
-from .conftest import (
-    CHART,
-    GATEWAY_SELECTOR,
-    NAMESPACE,
-    REDIS_POD,
-    REDIS_SELECTOR,
-    RELEASE,
-    Kube,
-    RedisLink,
-    Release,
-    Tools,
-    check_exactly_once,
-    scenario,
-)
+from sparkwire_harness.kind.kube import Kube
+from sparkwire_harness.kind.redis_link import RedisLink
+from sparkwire_harness.kind.release import Release
+from sparkwire_harness.kind.scenario import check_exactly_once, scenario
+from sparkwire_harness.kind.settings import CHART, GATEWAY_SELECTOR, NAMESPACE, REDIS_POD, REDIS_SELECTOR, RELEASE
+from sparkwire_harness.kind.tools import Tools
 
 pytestmark = pytest.mark.slow
 
@@ -136,9 +127,9 @@ UPGRADE_VALUE = r"gateway.podAnnotations.sparkwire\.io/upgraded-at"  # helm --se
 def release_restored_afterwards(tools: Tools, kube: Kube) -> Iterator[int]:
     """The release's revision before the test; afterwards, when the test changed it, `helm rollback` to it,
     so later tests see the release as installed (the gateways roll back to pods without the annotation)."""
-    revision = int(tools.helm_status()["version"])
+    revision = tools.revision()
     yield revision
-    if int(tools.helm_status()["version"]) == revision:
+    if tools.revision() == revision:
         return
     tools.helm("rollback", RELEASE, str(revision), "--namespace", NAMESPACE, "--wait", "--timeout", "5m",
                timeout=420)
@@ -176,7 +167,7 @@ def test_helm_upgrade_under_load(kube: Kube, redis_link: RedisLink, release: Rel
     clients, production = scenario(kube, redis_link, release, faults, after=kube.wait_rolled_out)
 
     assert not failures, failures[0]
-    assert int(tools.helm_status()["version"]) == release_restored_afterwards + 1
+    assert tools.revision() == release_restored_afterwards + 1
     pods_after = kube.ready_pods(GATEWAY_SELECTOR)
     assert len(pods_after) == release.gateway_replicas
     assert all((p.metadata.annotations or {}).get(UPGRADE_ANNOTATION) == stamp for p in pods_after), (

@@ -16,7 +16,10 @@ import uuid
 
 import pytest
 
-from .conftest import FULLNAME, Kube, Release, job_logs, start_kafka_client_job, wait_job
+from sparkwire_harness.kind.jobs import job_logs, start_kafka_client_job, wait_job
+from sparkwire_harness.kind.kube import Kube
+from sparkwire_harness.kind.release import Release
+from sparkwire_harness.kind.settings import FULLNAME
 
 pytestmark = pytest.mark.slow
 
@@ -47,7 +50,7 @@ WAIT_S = 30  # far beyond the CNI's few seconds; a refused target is tried this 
 def probe(kube: Kube, release: Release, targets: list[str], kafka_client: bool) -> dict[str, str]:
     name = f"probe-{'client' if kafka_client else 'other'}-{uuid.uuid4().hex[:6]}"
     command = ["python3", "-c", PROBE, str(WAIT_S), *targets]
-    start_kafka_client_job(kube, release, name, command, kafka_client=kafka_client)
+    start_kafka_client_job(kube, release.gateway_image, name, command, kafka_client=kafka_client)
     wait_job(kube, name, timeout=180 + WAIT_S * len(targets))
     line = next(line for line in job_logs(kube, name).splitlines() if line.startswith("PROBE "))
     result: dict[str, str] = json.loads(line.removeprefix("PROBE "))

@@ -21,23 +21,14 @@ import yaml
 from sparkwire.client import StreamClient
 from sparkwire.examples.orders.expected import Revision, delivered_revisions, expected_final, latest
 from sparkwire.examples.orders.produce import generate
-
-from .conftest import (
-    CHART,
-    FULLNAME,
-    GATEWAY_SELECTOR,
-    HTTP,
-    NAMESPACE,
-    RELEASE,
-    Kube,
-    RedisLink,
-    Release,
-    Tools,
-    client_token,
-    progress,
-    start_kafka_client_job,
-    wait_job,
-)
+from sparkwire_harness.kind.ingress import ws_url
+from sparkwire_harness.kind.jobs import start_kafka_client_job, wait_job
+from sparkwire_harness.kind.kube import Kube
+from sparkwire_harness.kind.progress import progress
+from sparkwire_harness.kind.redis_link import RedisLink
+from sparkwire_harness.kind.release import Release, client_token
+from sparkwire_harness.kind.settings import CHART, FULLNAME, GATEWAY_SELECTOR, NAMESPACE, RELEASE
+from sparkwire_harness.kind.tools import Tools
 
 WINDOW_MS, SLIDE_MS = 10_000, 5_000
 RATE, SECONDS = 20.0, 60
@@ -55,7 +46,7 @@ def orders_job(tools: Tools, kube: Kube, tmp_path: Path) -> Iterator[str]:
     }]}
     path = tmp_path / "orders-job.yaml"
     path.write_text(yaml.safe_dump(values))
-    revision = int(tools.helm_status()["version"])
+    revision = tools.revision()
     progress(f"helm upgrade: the orders job {name} on stream {name}")
     try:  # rolled back even when the upgrade fails: a release left failed would fail the tests after this one
         tools.helm("upgrade", RELEASE, str(CHART), "--namespace", NAMESPACE, "--reuse-values", "-f", str(path),
@@ -99,7 +90,7 @@ def test_own_query_orders_job_on_kind_through_a_driver_kill_and_a_lost_log(
     start_ms = int(time.time() * 1000) + 5_000
     seed, count = int(time.time()) % 10_000, int(SECONDS * RATE)
     expected = expected_final(generate(seed, count, start_ms, RATE), WINDOW_MS, SLIDE_MS)
-    url = f"{HTTP.replace('http', 'ws', 1)}/ws?stream={stream}"
+    url = ws_url(stream)
 
     async def run() -> tuple[StreamClient, dict[tuple[str, str], Revision], dict[str, int]]:
         client = StreamClient(url, token=token, keep_applied=True)
@@ -124,7 +115,7 @@ def test_own_query_orders_job_on_kind_through_a_driver_kill_and_a_lost_log(
 
     def scenario() -> None:
         name = f"orders-{stream}"
-        start_kafka_client_job(kube, release, name, [
+        start_kafka_client_job(kube, release.gateway_image, name, [
             "python", "-m", "sparkwire.examples.orders.produce", "--bootstrap-servers", release.bootstrap_servers,
             "--topic", stream, "--count", str(count), "--rate", str(RATE), "--seed", str(seed),
             "--start-ms", str(start_ms)])

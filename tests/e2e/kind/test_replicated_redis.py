@@ -1,7 +1,7 @@
 """The chart's replicated Redis (`redis.replication.enabled`: 1 primary + 2 replicas in one StatefulSet, a
 Sentinel beside each) on the kind cluster, under the real pipeline, in two tests that share one switch of
-the release (the module-scoped fixture redis_replicas.replicated_redis): the primary lost twice, then a
-whole node lost (node_loss.py says what that test does and checks).
+the release (the module-scoped fixture replicated_redis, ``sparkwire_harness.kind.replicated``): the primary
+lost twice, then a whole node lost (``sparkwire_harness.kind.node_loss`` says what that test does).
 
 The first test: the release is switched to it with
 `helm upgrade --reuse-values` (the single Redis's StatefulSet deleted without its pods first, as the chart
@@ -33,39 +33,27 @@ import time
 import pytest
 
 from sparkwire_harness.e2e.fault_loop import FaultLoop
-
-from .conftest import (
-    DRIVER_SELECTOR,
-    GATEWAY_SELECTOR,
-    NAMESPACE,
-    REDIS_SELECTOR,
-    Kube,
-    Release,
-    check_exactly_once,
-    progress,
-    scenario,
-)
-from .node_loss import NodeLoss, arrange_victim
-from .nodes import CONTROL_PLANE, cordon, node_of, placement, start_node
-from .redis_replicas import (
+from sparkwire_harness.kind.kube import Kube
+from sparkwire_harness.kind.node_loss import NodeLoss, arrange_victim
+from sparkwire_harness.kind.nodes import cordon, node_of, nodes, placement, start_node
+from sparkwire_harness.kind.progress import progress
+from sparkwire_harness.kind.release import Release
+from sparkwire_harness.kind.replicated import Replicated, gateway_pods
+from sparkwire_harness.kind.scenario import check_exactly_once, scenario
+from sparkwire_harness.kind.sentinels import (
     PODS,
-    Replicated,
-    aggregator_counters,
     agreed_primary,
-    gateway_pods,
-    kubectl,
     redis_logs,
     redis_restarts,
-    replicated_redis,
     replication,
     role,
     sentinel_views,
     wait_agreed_primary,
 )
+from sparkwire_harness.kind.settings import CONTROL_PLANE, DRIVER_SELECTOR, GATEWAY_SELECTOR, NAMESPACE, REDIS_SELECTOR
+from sparkwire_harness.kind.tools import kubectl
 
 pytestmark = pytest.mark.slow
-
-__all__ = ["replicated_redis"]  # the fixture, used by name
 
 
 # --- the faults -------------------------------------------------------------------------------------------
@@ -115,11 +103,11 @@ class PrimaryFaults:
             self.kube.note(f"SHUTDOWN NOSAVE NOW of the primary {primary}'s redis: {self.kill_reply!r}")
 
     def cordon(self, unschedulable: bool) -> None:
-        nodes = [n.metadata.name for n in self.kube.core.list_node().items]
-        for node in nodes:
+        every = nodes(self.kube)
+        for node in every:
             cordon(self.kube, node, unschedulable)
         self.cordoned = unschedulable
-        self.kube.note(f"nodes {nodes} {'cordoned' if unschedulable else 'uncordoned'}")
+        self.kube.note(f"nodes {every} {'cordoned' if unschedulable else 'uncordoned'}")
 
     def uncordon(self) -> None:
         if self.cordoned:
@@ -182,17 +170,11 @@ def test_redis_primary_lost_twice_under_load_with_replicas_and_sentinels(
         f"{faults.killed}'s redis container did not restart after SHUTDOWN ({faults.kill_reply!r})")
     assert sorted(str(role(pod)) for pod in PODS) == ["master", "slave", "slave"], redis_logs(kube)
     assert gateway_pods(kube) == gateways, f"gateway pods replaced or restarted: {gateways} -> {gateway_pods(kube)}"
-    meta = link.meta(replicated_redis.stream)
-    assert str(meta.epoch) == replicated_redis.epoch, f"a new epoch: {replicated_redis.epoch} -> {meta}"
-    assert meta.counters.get("tail_losses", 0) == 0, meta
+    counters = replicated_redis.assert_log_kept("sparkwire_job_not_replicated_total",
+                                                "sparkwire_job_batches_republished_total")
     still = kube.driver()
-    counters = aggregator_counters(("sparkwire_job_tail_losses_total",
-                                    "sparkwire_job_not_replicated_total",
-                                    "sparkwire_job_batches_republished_total"))
     kube.note(f"aggregator counters ({'same' if still and still.metadata.uid == driver.metadata.uid else 'new'} "
               f"driver): {counters}")
-    if isinstance(counters, dict):
-        assert counters.get("sparkwire_job_tail_losses_total", 0) == 0, counters
     # After the shutdown the kubelet restarts the container at once, within the Sentinels' down-after: it
     # comes back as the primary (start-redis.sh's quick restart, from its fsynced AOF) or, when it took
     # longer, the Sentinels have failed over and it follows the new one. Both are right; said here.
@@ -231,12 +213,7 @@ def test_a_node_with_the_redis_primary_a_gateway_and_the_driver_lost_under_load(
         assert new_driver is not None and new_driver.spec.node_name != victim, events
         gateways = placement(kube, GATEWAY_SELECTOR)
         assert not lost_gateways & set(gateways) and victim not in gateways.values(), (lost_gateways, gateways)
-        meta = link.meta(replicated_redis.stream)
-        assert str(meta.epoch) == replicated_redis.epoch, f"a new epoch: {replicated_redis.epoch} -> {meta}"
-        assert meta.counters.get("tail_losses", 0) == 0, meta
-        counters = aggregator_counters(("sparkwire_job_tail_losses_total",))
-        if isinstance(counters, dict):
-            assert counters.get("sparkwire_job_tail_losses_total", 0) == 0, counters
+        replicated_redis.assert_log_kept()
         progress(f"node {victim} lost: failover after {loss.failover_s:.0f} s, NotReady after "
                  f"{loss.not_ready_s:.0f} s; {sum(c.client.stats().reconnects for c in clients)} client reconnects")
     finally:

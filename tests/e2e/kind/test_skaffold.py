@@ -25,18 +25,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from .conftest import (
-    CONTEXT,
-    ROOT,
-    Kube,
-    RedisLink,
-    Tools,
-    check_exactly_once,
-    http_get,
-    progress,
-    read_release,
-    scenario,
-)
+from sparkwire_harness.kind.ingress import http_get
+from sparkwire_harness.kind.kube import Kube
+from sparkwire_harness.kind.progress import progress
+from sparkwire_harness.kind.redis_link import RedisLink
+from sparkwire_harness.kind.release import read_release
+from sparkwire_harness.kind.scenario import check_exactly_once, scenario
+from sparkwire_harness.kind.settings import CONTEXT, ROOT
+from sparkwire_harness.kind.tools import Tools
 
 pytestmark = pytest.mark.slow
 

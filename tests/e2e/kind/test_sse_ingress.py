@@ -11,8 +11,12 @@ import time
 
 import pytest
 
+from sparkwire_harness.kind.kube import Kube
+from sparkwire_harness.kind.progress import progress
+from sparkwire_harness.kind.release import Release
+from sparkwire_harness.kind.settings import GATEWAY_SELECTOR, HTTP
+
 from ...integration.gateway.sse_client import SseConversation, sse_connection, until
-from .conftest import GATEWAY_SELECTOR, HTTP, Kube, Release, progress
 
 pytestmark = pytest.mark.slow
 

@@ -1,56 +1,39 @@
-"""What test_replicated_redis.py's node-loss test does to a node, and watches for.
+"""A whole node lost under load (tests/e2e/kind/test_replicated_redis.py's second test): the worker that
+runs the Redis **primary**, a gateway and the Spark driver is stopped (`docker stop -t 0` of its kind node
+container: its processes get no time to shut down, as when a machine loses power) while a producer writes
+events and clients read through the ingress.
 
-A whole node lost under load: the worker that runs the Redis **primary**, a gateway and the Spark driver
-is stopped (`docker stop -t 0` of its kind node container: its processes get no time to shut down, as when
-a machine loses power) while a producer writes events and 50 clients read through the ingress.
-
-What Kubernetes and sparkwire do then, each checked:
+What Kubernetes and sparkwire do then, each watched for here and checked by the test:
 - the Sentinels on the two other nodes fail over to a replica within seconds (the writer and the gateways
   follow them);
-- the node goes NotReady (~40 s: the kubelet stops reporting); the test then does what the Kubernetes docs
-  prescribe for a node that is shut down and will not return soon, the `node.kubernetes.io/out-of-service`
-  taint (non-graceful node shutdown): its pods are deleted at once, so the StatefulSet's Redis pod and the
-  Spark operator's driver start on other nodes, on the same volumes (kind-up puts every volume on a
-  directory all nodes mount, as a cloud cluster's network disks are; infra/kind/README.md);
+- the node goes NotReady (~40 s: the kubelet stops reporting); then what the Kubernetes docs prescribe for
+  a node that is shut down and will not return soon, the `node.kubernetes.io/out-of-service` taint
+  (non-graceful node shutdown): its pods are deleted at once, so the StatefulSet's Redis pod and the Spark
+  operator's driver start on other nodes, on the same volumes (kind-up puts every volume on a directory all
+  nodes mount, as a cloud cluster's network disks are; infra/kind/README.md);
 - the clients of the lost gateway reconnect to the others and resume from their cursors.
-
-Checked as everywhere: every client got every result exactly once and the log equals what the produced
-records give; one epoch and no tail loss across the failover; the driver and the lost gateway were
-replaced on other nodes. Afterwards the node is started again, Ready, and the taint removed.
-
-The release runs the chart's replicated Redis for this test (redis_replicas.replicated_redis, then rolled
-back); Kafka stays one broker, wherever the scheduler put it (when on the lost node it moves too).
 """
 
 from __future__ import annotations
 
 import time
 
-from .conftest import (
-    DRIVER_SELECTOR,
-    REDIS_SELECTOR,
-    RELEASE_SELECTOR,
-    Kube,
-    Release,
-)
+from .kube import Kube
 from .nodes import (
-    CONTROL_PLANE,
     OUT_OF_SERVICE,
     docker,
     move_driver_and_a_gateway_onto,
     move_one_onto,
+    on_node,
     placement,
     ready_condition,
     set_taint,
     workers,
 )
-from .redis_replicas import (
-    PODS,
-    agreed_primary,
-    redis_cli,
-    redis_logs,
-    wait_agreed_primary,
-)
+from .objects import node_name
+from .release import Release
+from .sentinels import MASTER_NAME, PODS, agreed_primary, redis_cli, redis_logs, wait_agreed_primary
+from .settings import CONTROL_PLANE, DRIVER_SELECTOR, REDIS_SELECTOR, RELEASE_SELECTOR
 
 
 def make_primary(kube: Kube, pod: str) -> None:
@@ -63,7 +46,7 @@ def make_primary(kube: Kube, pod: str) -> None:
     assert redis_cli(other, "CONFIG", "SET", "replica-priority", "0") is not None, redis_logs(kube)
     try:
         time.sleep(12)
-        assert redis_cli(pod, "SENTINEL", "FAILOVER", "sparkwire", sentinel=True) is not None, redis_logs(kube)
+        assert redis_cli(pod, "SENTINEL", "FAILOVER", MASTER_NAME, sentinel=True) is not None, redis_logs(kube)
         deadline = time.monotonic() + 90
         while agreed_primary(kube) != pod:
             assert time.monotonic() < deadline, f"the Sentinels did not fail over to {pod}: {redis_logs(kube)}"
@@ -81,8 +64,9 @@ def arrange_victim(kube: Kube, release: Release) -> str:
     # scheduler may have put none on the driver's node, or none on any worker (the chart's anti-affinity is
     # preferred, not required), so the driver's node is only the first choice.
     with_redis = sorted({n for n in placement(kube, REDIS_SELECTOR).values() if n != CONTROL_PLANE})
-    if driver.spec.node_name in with_redis:
-        victim = driver.spec.node_name
+    driver_node = node_name(driver)
+    if driver_node is not None and driver_node in with_redis:
+        victim = driver_node
     elif with_redis:
         victim = with_redis[0]
     else:
@@ -90,11 +74,10 @@ def arrange_victim(kube: Kube, release: Release) -> str:
         move_one_onto(kube, REDIS_SELECTOR, victim, kube.delete_pod,
                       lambda: len(kube.ready_pods(REDIS_SELECTOR)) >= len(PODS))
     move_driver_and_a_gateway_onto(kube, victim, release.gateway_replicas)
-    on_victim = [pod for pod, node in placement(kube, REDIS_SELECTOR).items() if node == victim]
+    on_victim = on_node(kube, REDIS_SELECTOR, victim)
     assert on_victim, f"no Redis pod on {victim}: {placement(kube, REDIS_SELECTOR)}"
     make_primary(kube, on_victim[0])
-    running = sorted(pod for pod, node in placement(kube, RELEASE_SELECTOR).items() if node == victim)
-    kube.note(f"to lose: {victim}, running {running}")
+    kube.note(f"to lose: {victim}, running {on_node(kube, RELEASE_SELECTOR, victim)}")
     return str(victim)
 
 

@@ -1,6 +1,6 @@
-"""The kind cluster's nodes, for the tests that lose or drain one (test_replicated_redis.py, test_drain.py): which
-node runs what, arranging that one worker runs a given pod, stopping and starting a node's container, and
-the node conditions and taints Kubernetes uses for a lost node."""
+"""The kind cluster's nodes, for the tests that lose or drain one: which node runs what, arranging that one
+worker runs a given pod, stopping and starting a node's container, and the node conditions and taints
+Kubernetes uses for a lost node."""
 
 from __future__ import annotations
 
@@ -10,27 +10,36 @@ from collections.abc import Callable
 
 from kubernetes import client as k8s
 
-from .conftest import CONTEXT, DRIVER_SELECTOR, GATEWAY_SELECTOR, NAMESPACE, Kube, progress
+from .kube import Kube
+from .objects import is_live, name, node_name, uid
+from .progress import progress
+from .settings import CONTROL_PLANE, DRIVER_SELECTOR, GATEWAY_SELECTOR, NAMESPACE
 
-CONTROL_PLANE = CONTEXT.removeprefix("kind-") + "-control-plane"  # kind names its nodes <cluster>-<role>[N]
 # Kubernetes' taint for a node that is shut down and will not come back soon (non-graceful node shutdown,
 # GA in 1.28): its pods are deleted at once and can start elsewhere, volumes detached.
 OUT_OF_SERVICE = k8s.V1Taint(key="node.kubernetes.io/out-of-service", value="nodeshutdown", effect="NoExecute")
 
 
 def node_of(kube: Kube, pod: str) -> str:
-    node: str = kube.core.read_namespaced_pod(pod, NAMESPACE).spec.node_name
-    return node
+    return str(node_name(kube.core.read_namespaced_pod(pod, NAMESPACE)))
 
 
 def placement(kube: Kube, selector: str) -> dict[str, str]:
     """Pod -> node of the live (not terminating) pods of ``selector``."""
-    return {p.metadata.name: p.spec.node_name for p in kube.pods(selector)
-            if p.metadata.deletion_timestamp is None and p.spec.node_name}
+    return {name(p): where for p in kube.pods(selector) if is_live(p) and (where := node_name(p))}
+
+
+def on_node(kube: Kube, selector: str, node: str) -> list[str]:
+    """The live pods of ``selector`` on ``node``, sorted."""
+    return sorted(pod for pod, where in placement(kube, selector).items() if where == node)
+
+
+def nodes(kube: Kube) -> list[str]:
+    return sorted(name(n) for n in kube.core.list_node().items)
 
 
 def workers(kube: Kube) -> list[str]:
-    return sorted(n.metadata.name for n in kube.core.list_node().items if n.metadata.name != CONTROL_PLANE)
+    return [n for n in nodes(kube) if n != CONTROL_PLANE]
 
 
 def cordon(kube: Kube, node: str, unschedulable: bool) -> None:
@@ -44,7 +53,7 @@ def move_one_onto(kube: Kube, selector: str, node: str, delete: Callable[[str], 
     uncordoned."""
     if node in placement(kube, selector).values():
         return
-    others = [n.metadata.name for n in kube.core.list_node().items if n.metadata.name != node]
+    others = [n for n in nodes(kube) if n != node]
     for other in others:
         cordon(kube, other, True)
     try:
@@ -65,11 +74,11 @@ def move_driver_and_a_gateway_onto(kube: Kube, node: str, gateway_replicas: int)
     only go to ``node``, and its executors follow it) and one gateway moved onto ``node``."""
     driver = kube.driver()
     assert driver is not None, DRIVER_SELECTOR
-    old = driver.metadata.uid
+    old = uid(driver)
 
     def new_driver_running() -> bool:
         running = kube.driver()
-        return running is not None and running.metadata.uid != old
+        return running is not None and uid(running) != old
 
     move_one_onto(kube, DRIVER_SELECTOR, node, lambda name: kube.delete_pod(name, grace_seconds=0),
                   new_driver_running)
@@ -78,14 +87,16 @@ def move_driver_and_a_gateway_onto(kube: Kube, node: str, gateway_replicas: int)
 
 
 def docker(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """The docker CLI (a kind node is a container of the machine's Docker engine)."""
     return subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout, check=False)
 
 
 def ready_condition(kube: Kube, node: str) -> str:
     """The node's Ready condition: "True", "False" or "Unknown" (the node controller's word for a node whose
     kubelet stopped reporting)."""
-    conditions = kube.core.read_node(node).status.conditions or []
-    return next((c.status for c in conditions if c.type == "Ready"), "Unknown")
+    status = kube.core.read_node(node).status
+    conditions = (status.conditions if status is not None else None) or []
+    return next((str(c.status) for c in conditions if c.type == "Ready"), "Unknown")
 
 
 def wait_condition(kube: Kube, node: str, wanted: set[str], timeout: float) -> float:
@@ -97,11 +108,15 @@ def wait_condition(kube: Kube, node: str, wanted: set[str], timeout: float) -> f
     return time.monotonic() - start
 
 
+def taints_with(current: list[k8s.V1Taint], taint: k8s.V1Taint, present: bool) -> list[dict[str, str]]:
+    """A node's taints as a patch body: ``taint`` (by key) added or removed, the others kept."""
+    kept = [t for t in current if t.key != taint.key]
+    return [{"key": t.key, "value": t.value or "", "effect": t.effect} for t in [*kept, *([taint] if present else [])]]
+
+
 def set_taint(kube: Kube, node: str, taint: k8s.V1Taint, present: bool) -> None:
-    taints = [t for t in kube.core.read_node(node).spec.taints or [] if t.key != taint.key]
-    if present:
-        taints.append(taint)
-    body = [{"key": t.key, "value": t.value, "effect": t.effect} for t in taints]
+    spec = kube.core.read_node(node).spec
+    body = taints_with((spec.taints if spec is not None else None) or [], taint, present)
     kube.core.patch_node(node, {"spec": {"taints": body}})
     kube.note(f"taint {taint.key} {'added to' if present else 'removed from'} {node}")
 
