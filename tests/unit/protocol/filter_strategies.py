@@ -33,7 +33,9 @@ def filter_documents() -> st.SearchStrategy[dict[str, object]]:
         lambda names: st.fixed_dictionaries({name: _operators(name == "$key") for name in names}))
 
 
-VALUES = st.one_of(st.just("absent"), st.none(), SCALARS, st.just([1]), st.just({"x": 1}))
+# Mostly few values, so that filters match some rows and not others; every kind now and then.
+VALUES = st.one_of(st.sampled_from(("absent", None, "x", "y", 0, 1, 2.5, True)), st.sampled_from(("absent", "x", 0)),
+                   SCALARS, st.just([1]), st.just({"x": 1}))
 
 
 def results() -> st.SearchStrategy[object]:
@@ -75,3 +77,21 @@ def naive_matches(document: dict[str, object], key: str, data: object) -> bool:
             if not ok:
                 return False
     return True
+
+
+_USEFUL: tuple[dict[str, object], ...] = (
+    {"a": "x"}, {"a": {"in": ["x", "y"]}}, {"a": {"ge": 0}}, {"a": {"isNull": True}}, {"a": {"isNull": False}},
+    {"b": {"lt": 1}}, {"b": {"in": [0, 1, True]}}, {"$key": {"in": ["k0", "k1"]}}, {"$key": "k0"},
+)
+
+
+def useful_filters() -> st.SearchStrategy[dict[str, object]]:
+    """Filters that match a fair share of ``results()`` (random ones mostly match nothing), one or two
+    conditions; mixed with random ones for breadth."""
+    pairs = st.tuples(st.sampled_from(_USEFUL), st.sampled_from(_USEFUL)).map(lambda p: {**p[0], **p[1]})
+    return st.one_of(st.sampled_from(_USEFUL), st.sampled_from(_USEFUL), pairs, filter_documents())
+
+
+def scopes() -> st.SearchStrategy[dict[str, object] | None]:
+    curated = st.sampled_from(({"c": {"in": ["x", "y", 0]}}, {"$key": {"in": ["k0", "k2"]}}, {"c": {"isNull": False}}))
+    return st.one_of(st.none(), curated, curated, filter_documents())
