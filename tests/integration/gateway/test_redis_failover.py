@@ -17,6 +17,8 @@ from sparkwire.replaylog import Record, ReplayLogReader, ReplayLogWriter
 from sparkwire.replaylog.redis_url import connect
 from sparkwire_harness.stack import GatewayProcess, ReplicatedRedis
 
+from .conftest import wait_for
+
 CLIENTS = 10
 LATE_CLIENTS = 3
 PER_BATCH = 5
@@ -57,14 +59,6 @@ class BackgroundWriter:
         self._stop.set()
         if self._thread.ident is not None:  # started
             self._thread.join()
-
-
-def wait_for(condition: object, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not (callable(condition) and condition()):
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.05)
 
 
 def test_every_client_gets_every_committed_record_once_across_a_redis_failover(
