@@ -4,6 +4,7 @@ date, load, wall time) and the collapsed table of every repeat."""
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import hashlib
 import json
@@ -12,12 +13,14 @@ import shlex
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import redis
-from _common import TimedCell  # bench/ is sys.path[0]
+from _common import TimedCell, int_list  # bench/ is sys.path[0]
 
 from sparkwire.replaylog import Record, ReplayLogWriter
+from sparkwire.replaylog.writer import DEFAULT_CHUNK_SIZE
 
 METRICS = 50
 WINDOW_MS = 10_000
@@ -57,6 +60,19 @@ def make_records(count: int, payload_bytes: int) -> list[Record]:
             payload = json.dumps(document, separators=(",", ":"), sort_keys=True)
         records.append(Record(processing_id=pid, key=metric, payload=payload))
     return records
+
+
+def commit_arguments(doc: str | None, records: int, chunk_help: str) -> argparse.ArgumentParser:
+    """A parser with the arguments both commit benchmarks begin with; each adds its own after them."""
+    parser = argparse.ArgumentParser(description=doc.split("\n", 1)[0] if doc else None)
+    parser.add_argument("--records", type=int, default=records, help="records per variant and repeat")
+    parser.add_argument("--batch-sizes", type=int_list, default=[100, 500, 2000], help="e.g. 100,500,2000")
+    parser.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK_SIZE, help=chunk_help)
+    return parser
+
+
+def add_output_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--output", type=Path, default=Path("docs/benchmarks.md"), help="'-' for stdout only")
 
 
 def batches(records: Sequence[Record], batch_size: int) -> list[Sequence[Record]]:

@@ -29,7 +29,9 @@ import redis
 from _commits import (
     METRICS,
     BenchRun,
+    add_output_argument,
     batches,
+    commit_arguments,
     commit_timed,
     make_records,
     records_committed,
@@ -39,7 +41,6 @@ from _commits import (
 from _common import (  # bench/ is sys.path[0]
     TimedCell,
     emit_section,
-    int_list,
     machine_info,
     markers,
     reproduce_lines,
@@ -47,7 +48,7 @@ from _common import (  # bench/ is sys.path[0]
 
 from sparkwire.replaylog import Record, ReplayLogWriter
 from sparkwire.replaylog.keys import StreamKeys
-from sparkwire.replaylog.writer import DEFAULT_CHUNK_SIZE, DEFAULT_RETENTION
+from sparkwire.replaylog.writer import DEFAULT_RETENTION
 from sparkwire_harness.stack import RedisServer
 
 SECTION = "commit_throughput"
@@ -225,10 +226,7 @@ def render(
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0] if __doc__ else None)
-    parser.add_argument("--records", type=int, default=50_000, help="records per variant and repeat")
-    parser.add_argument("--batch-sizes", type=int_list, default=[100, 500, 2000], help="e.g. 100,500,2000")
-    parser.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK_SIZE, help="records per script call")
+    parser = commit_arguments(__doc__, 50_000, "records per script call")
     parser.add_argument("--retention", type=int, default=DEFAULT_RETENTION, help="entries kept per stream")
     parser.add_argument(
         "--payload-bytes",
@@ -239,7 +237,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--fsync", choices=["always", "everysec", "both"], default="both")
-    parser.add_argument("--output", type=Path, default=Path("docs/benchmarks.md"), help="'-' for stdout only")
+    add_output_argument(parser)
     args = parser.parse_args(argv)
     args.fsync = ["always", "everysec"] if args.fsync == "both" else [args.fsync]
     if args.records < 1 or args.repeats < 1 or args.chunk_size < 1:

@@ -29,18 +29,27 @@ from pathlib import Path
 from typing import Any
 
 import redis
-from _commits import METRICS, BenchRun, commit_timed, make_records, records_committed, repeats_details, wait_aof_idle
+from _commits import (
+    METRICS,
+    BenchRun,
+    add_output_argument,
+    commit_arguments,
+    commit_timed,
+    make_records,
+    records_committed,
+    repeats_details,
+    wait_aof_idle,
+)
 from _common import (  # bench/ is sys.path[0]
     TimedCell,
     emit_section,
-    int_list,
     machine_info,
     markers,
     reproduce_lines,
 )
 
 from sparkwire.replaylog import Record, ReplayLogWriter
-from sparkwire.replaylog.writer import DEFAULT_CHUNK_SIZE, DEFAULT_REPLICA_TIMEOUT_MS
+from sparkwire.replaylog.writer import DEFAULT_REPLICA_TIMEOUT_MS
 from sparkwire_harness.stack import RedisServer
 
 SECTION = "replicated_commit"
@@ -268,15 +277,12 @@ def render(args: argparse.Namespace, run: BenchRun, info: dict[str, str], rows: 
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0] if __doc__ else None)
-    parser.add_argument("--records", type=int, default=20_000, help="records per variant and repeat")
-    parser.add_argument("--batch-sizes", type=int_list, default=[100, 500, 2000], help="e.g. 100,500,2000")
-    parser.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK_SIZE, help="records per stage call")
+    parser = commit_arguments(__doc__, 20_000, "records per stage call")
     parser.add_argument("--replica-timeout-ms", type=int, default=DEFAULT_REPLICA_TIMEOUT_MS,
                         help="WAIT timeout of the replicas=1 writer")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="smoke run: 2,000 records, 1 repeat")
-    parser.add_argument("--output", type=Path, default=Path("docs/benchmarks.md"), help="'-' for stdout only")
+    add_output_argument(parser)
     args = parser.parse_args(argv)
     if args.quick:
         args.records, args.repeats = 2_000, 1
