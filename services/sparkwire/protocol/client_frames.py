@@ -164,8 +164,14 @@ def _check_version(document: dict[str, object]) -> None:
         )
 
 
-def parse_client_frame(text: str | bytes, max_bytes: int = MAX_CLIENT_FRAME_BYTES) -> ClientFrame:
-    """The frame in ``text``, or ``ProtocolError`` saying what is wrong with it. Never raises anything else."""
+def parse_client_frame(
+    text: str | bytes, max_bytes: int = MAX_CLIENT_FRAME_BYTES, *, filters: bool = False
+) -> ClientFrame:
+    """The frame in ``text``, or ``ProtocolError`` saying what is wrong with it. Never raises anything else.
+
+    ``filters``: the server serves filtered subscriptions. Until it says so, ``hello.filter`` is an unknown
+    field (``4400``, as before the field existed): a server that would ignore it must not deliver every
+    row to a client that asked for some."""
     if isinstance(text, bytes):
         raise ProtocolError(CloseCode.UNSUPPORTED_DATA, "frames must be text (JSON), not binary")
     # A character is at least one byte: the cheap test spares encoding a huge frame.
@@ -189,6 +195,8 @@ def parse_client_frame(text: str | bytes, max_bytes: int = MAX_CLIENT_FRAME_BYTE
     if missing:
         _violation(f"{frame_type} is missing {sorted(missing)}")
     unknown = document.keys() - required - optional
+    if frame_type == "hello" and not filters:
+        unknown |= document.keys() & {"filter"}
     if unknown:
         _violation(f"{frame_type} has unknown fields {sorted(unknown)[:5]}")
     if frame_type == "hello":

@@ -162,13 +162,13 @@ def test_any_text_either_parses_or_raises_protocol_error(text: str, max_bytes: i
 def test_a_hello_may_carry_a_filter_and_a_cursor_its_view() -> None:
     text = ('{"type":"hello","v":1,"filter":{"region":"eu","n":{"gt":1}},'
             '"cursor":{"epoch":"e","seq":9,"digest":"0123456789abcdef","view":"fedcba9876543210"}}')
-    frame = parse_client_frame(text)
+    frame = parse_client_frame(text, filters=True)
     assert isinstance(frame, Hello)
     assert frame.filter == parse_filter({"region": "eu", "n": {"gt": 1}})
     assert frame.cursor == Cursor("e", 9, "0123456789abcdef", view="fedcba9876543210")
-    assert parse_client_frame(encode_hello(frame)) == frame
+    assert parse_client_frame(encode_hello(frame), filters=True) == frame
     # Without them, the frames of an unfiltered client, as before.
-    assert parse_client_frame('{"type":"hello","v":1,"filter":null}') == Hello(1, None, None, None)
+    assert parse_client_frame('{"type":"hello","v":1,"filter":null}', filters=True) == Hello(1, None, None, None)
     plain = encode_hello(Hello(1, "s", Cursor("e", 9), None))
     assert "filter" not in plain and "view" not in plain
 
@@ -182,7 +182,9 @@ def test_a_hello_may_carry_a_filter_and_a_cursor_its_view() -> None:
     ('{"$x":1}', "reserved"),
 ])
 def test_a_bad_filter_closes_with_invalid_filter_naming_the_part(filter_json: str, words: str) -> None:
-    error = refused('{"type":"hello","v":1,"filter":' + filter_json + "}")
+    with pytest.raises(ProtocolError) as caught:
+        parse_client_frame('{"type":"hello","v":1,"filter":' + filter_json + "}", filters=True)
+    error = caught.value
     assert error.code is CloseCode.INVALID_FILTER
     assert words in error.reason
 
@@ -191,3 +193,11 @@ def test_a_cursor_view_must_look_like_an_id() -> None:
     error = refused('{"type":"hello","v":1,"cursor":{"epoch":"e","seq":1,"view":"all"}}')
     assert error.code is CloseCode.PROTOCOL_VIOLATION
     assert "hello.cursor.view must be 16 lowercase hex digits" in error.reason
+
+
+def test_a_server_that_does_not_serve_filters_refuses_a_filter_as_an_unknown_field() -> None:
+    # Not ignored: a gateway that ignored it would send every row to a client that asked for some.
+    for filter_json in ('{"region":"eu"}', "null"):
+        error = refused('{"type":"hello","v":1,"filter":' + filter_json + "}")
+        assert error.code is CloseCode.PROTOCOL_VIOLATION
+        assert "unknown fields ['filter']" in error.reason
