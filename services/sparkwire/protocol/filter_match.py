@@ -63,12 +63,18 @@ def compile_filter(f: Filter) -> Matcher:
         else:
             tests.append((name, compile_test(test)))
     fields = tuple(tests)
+    if key_test is None and len(fields) == 1:  # the common case (one tenant, one region), kept lean
+        [(only_name, only_test)] = fields
+        return lambda key, data: only_test(data.get(only_name) if type(data) is dict else None)
 
     def matches(key: str, data: object) -> bool:
         if key_test is not None and not key_test(key):
             return False
         get = (data if type(data) is dict else _NOTHING).get
-        return all(test(get(name)) for name, test in fields)
+        for name, test in fields:  # noqa: SIM110 - a loop, not all(...): no generator per entry and filter
+            if not test(get(name)):
+                return False
+        return True
 
     return matches
 

@@ -116,3 +116,10 @@ def make_view(scope: Filter | None, own: Filter | None) -> View | None:
         return None
     effective_filter(scope, own)  # refuse now, at the hello, not at the first entry
     return View(scope, own)
+
+
+def position_fits(position_seq: int, position_view: str | None, view: View | None) -> bool:
+    """Whether a position (a cursor's, or a session's last ack) covered under ``position_view`` may be
+    resumed by a subscription of ``view``; otherwise it starts from a snapshot, reset ``view_changed``.
+    Seq 0 ("applied nothing") fits every view, as it fits every epoch."""
+    return position_seq == 0 or position_view == (None if view is None else view.id)

@@ -15,6 +15,7 @@ from sparkwire.protocol.scope import (
     effective_filter,
     make_view,
     parse_scope_claim,
+    position_fits,
     scope_for,
 )
 
@@ -117,3 +118,14 @@ def test_admits_only_is_exact(own: FieldTest, scope: FieldTest) -> None:
     own_admits, scope_admits = compile_test(own), compile_test(scope)
     escapes = [v for v in _witnesses(own, scope) if own_admits(v) and not scope_admits(v)]
     assert admits_only(own, scope) is (not escapes)
+
+
+def test_a_position_resumes_only_in_the_view_it_was_covered_under() -> None:
+    acme, narrower = view(None), view({"region": "eu"})
+    assert acme is not None and narrower is not None
+    assert position_fits(5, acme.id, acme)
+    assert not position_fits(5, acme.id, narrower)  # another filter: entries of the new view were skipped
+    assert not position_fits(5, None, acme)  # an unfiltered position in a filtered view
+    assert not position_fits(5, acme.id, None)
+    assert position_fits(5, None, None)
+    assert position_fits(0, None, acme)  # nothing applied: any view
