@@ -5,6 +5,8 @@
 -- KEYS[1]  log    stream of committed results; passed as `log`
 -- KEYS[2]  meta   hash: query_id, query_changes, records_committed, duplicates_suppressed, first_seq and the
 --                 counter named by `commits` (written here); passed as `meta`
+-- KEYS[3]  state  hash: result key -> {"seq":N,"processingId":"...","data":<payload>} (written here); passed
+--                 as `state`
 -- KEYS[4]  ids    sorted set: processingId scored by its seq; passed as `ids`
 --
 -- No ARGV of its own: the including script passes the query id (its ARGV[1]) and the retention (its ARGV[6]
@@ -18,6 +20,16 @@ local function adopt_query(meta, known_query, query_id)
     end
     redis.call('HSET', meta, 'query_id', query_id)
   end
+end
+
+-- An entry just appended to the log at `seq`: its processingId into the ids (so a later copy is a
+-- duplicate) and it as its key's latest state. The entry itself (XADD) stays written out in each script, which
+-- names the log's fields there.
+local function index_entry(ids, state, seq, pid, key, payload)
+  redis.call('ZADD', ids, seq, pid)
+  -- payload is embedded as JSON, not re-quoted, so a snapshot decodes in one pass
+  redis.call('HSET', state, key,
+    '{"seq":' .. seq .. ',"processingId":' .. cjson.encode(pid) .. ',"data":' .. payload .. '}')
 end
 
 -- The commit's counters (`commits`: the meta field counting commits of this kind), then the log and its ids

@@ -77,9 +77,7 @@ for i = 6, #ARGV, 6 do
   else
     seq = seq + 1
     redis.call('XADD', log, seq .. '-0', 'pid', pid, 'key', key, 'data', payload, 'ts', now_ms, 'batch', batch)
-    redis.call('ZADD', ids, seq, pid)
-    redis.call('HSET', state, key,
-      '{"seq":' .. seq .. ',"processingId":' .. cjson.encode(pid) .. ',"data":' .. payload .. '}')
+    index_entry(ids, state, seq, pid, key, payload)
     last = {offset, index}
     appended = appended + 1
   end

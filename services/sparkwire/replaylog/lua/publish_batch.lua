@@ -76,10 +76,7 @@ for c = 0, chunk_count - 1 do
     else
       seq = seq + 1
       redis.call('XADD', log, seq .. '-0', 'pid', pid, 'key', key, 'data', payload, 'ts', commit_ms, 'batch', batch)
-      redis.call('ZADD', ids, seq, pid)
-      -- payload is embedded as JSON, not re-quoted, so a snapshot decodes in one pass
-      redis.call('HSET', state, key,
-        '{"seq":' .. seq .. ',"processingId":' .. cjson.encode(pid) .. ',"data":' .. payload .. '}')
+      index_entry(ids, state, seq, pid, key, payload)
       appended = appended + 1
     end
   end
