@@ -1,4 +1,5 @@
-"""Signed tokens: JWT HS256 (PyJWT), expiry required, the streams a client may read in a claim."""
+"""Signed tokens: JWT HS256 (PyJWT), expiry required, the streams a client may read in a claim, and the rows
+of them it may read in another (``scope``: stream -> filter, docs/protocol.md "The scope from the token")."""
 
 from __future__ import annotations
 
@@ -10,8 +11,11 @@ from typing import Any
 import jwt
 
 from sparkwire.protocol.close_codes import CloseCode
+from sparkwire.protocol.filter_form import Filter, FilterError, filter_document
+from sparkwire.protocol.scope import parse_scope_claim, scope_for
 
 STREAMS_CLAIM = "streams"
+SCOPE_CLAIM = "scope"
 ALGORITHM = "HS256"
 # Clock skew tolerated between the token issuer and the gateway, at the hello and while connected.
 LEEWAY_SECONDS = 5
@@ -28,18 +32,24 @@ class AuthError(Exception):
     reason: str
 
 
-def issue_token(secret: str, streams: list[str], ttl_seconds: int, *, subject: str = "client", now: int) -> str:
-    """A token for ``streams`` (``["*"]`` for all) valid ``ttl_seconds`` from ``now`` (for tools and tests)."""
-    claims = {"sub": subject, STREAMS_CLAIM: streams, "iat": now, "exp": now + ttl_seconds}
+def issue_token(secret: str, streams: list[str], ttl_seconds: int, *, subject: str = "client", now: int,
+                scope: Mapping[str, Filter] | None = None) -> str:
+    """A token for ``streams`` (``["*"]`` for all) valid ``ttl_seconds`` from ``now`` (for tools and tests),
+    restricted to ``scope`` (stream or ``"*"`` -> filter) when given."""
+    claims: dict[str, object] = {"sub": subject, STREAMS_CLAIM: streams, "iat": now, "exp": now + ttl_seconds}
+    if scope is not None:
+        claims[SCOPE_CLAIM] = {stream: filter_document(f) for stream, f in scope.items()}
     return jwt.encode(claims, secret, algorithm=ALGORITHM)
 
 
 @dataclass(frozen=True)
 class Grant:
-    """What a valid token allows: reading the stream until ``expires_at`` (epoch seconds, leeway included)."""
+    """What a valid token allows: reading the stream until ``expires_at`` (epoch seconds, leeway included),
+    only the rows ``scope`` admits (None: every row)."""
 
     subject: str
     expires_at: float
+    scope: Filter | None = None
 
 
 def check_token(token: str | None, secret: str, stream: str, *, leeway_seconds: int = LEEWAY_SECONDS) -> Grant:
@@ -70,7 +80,14 @@ def check_token(token: str | None, secret: str, stream: str, *, leeway_seconds: 
     if granted is None or not (stream in granted or "*" in granted):
         raise AuthError(CloseCode.FORBIDDEN_STREAM, f"token does not grant stream {stream!r}")
     subject = claims.get("sub")
-    return Grant(subject=subject if isinstance(subject, str) else "", expires_at=float(claims["exp"]) + leeway_seconds)
+    scope = None
+    if SCOPE_CLAIM in claims:
+        try:
+            scope = scope_for(parse_scope_claim(claims[SCOPE_CLAIM]), stream)
+        except FilterError as error:  # a malformed scope makes the token malformed
+            raise AuthError(CloseCode.AUTH_FAILED, f"invalid token: the {SCOPE_CLAIM!r} claim: {error}") from None
+    return Grant(subject=subject if isinstance(subject, str) else "",
+                 expires_at=float(claims["exp"]) + leeway_seconds, scope=scope)
 
 
 def malformed_claim(claims: Mapping[str, Any]) -> str | None:

@@ -18,12 +18,13 @@ from sparkwire.gateway.auth.tokens import Grant, check_token
 from sparkwire.gateway.connection.ending import Close
 from sparkwire.gateway.fanout.hub import StreamHub
 from sparkwire.gateway.recovery.continuity import verify_resume
-from sparkwire.gateway.recovery.start_plan import StartPlan, decide_start
+from sparkwire.gateway.recovery.start_plan import StartPlan, decide_start, fit_view
 from sparkwire.gateway.settings import ConnectionSettings
 from sparkwire.gateway.store.session_store import SessionPosition, SessionStore
 from sparkwire.gateway.transport.contract import FrameSocket, Transport, payload, serialize_text_frames
 from sparkwire.protocol.client_frames import Hello, ProtocolError, parse_client_frame
 from sparkwire.protocol.close_codes import CloseCode
+from sparkwire.protocol.scope import ScopeViolation, View, make_view
 from sparkwire.protocol.server_frames import Welcome, encode_welcome
 
 # A cursor of the stream's epoch, a little ahead of the log this pod reads: in a Redis failover the pods move
@@ -38,12 +39,14 @@ CURSOR_AHEAD_POLL_S = 0.25
 @dataclass(frozen=True, slots=True)
 class Admission:
     """A client let in: its hello, its token's grant (None without auth) and the session it holds, with that
-    session's last ack when it adopted an existing one."""
+    session's last ack when it adopted an existing one; ``view``: its filter AND its token's scope (None:
+    unfiltered, the protocol as before)."""
 
     hello: Hello
     grant: Grant | None
     session_id: str
     stored: SessionPosition | None
+    view: View | None = None
 
     @property
     def subject(self) -> str:
@@ -66,18 +69,24 @@ async def admit(socket: FrameSocket, stream: str, sessions: SessionStore,
     hello = await _receive_hello(socket, settings)
     grant = check_token(hello.token, settings.auth_secret, stream) if settings.auth_secret else None
     subject = grant.subject if grant else ""
+    try:
+        view = make_view(grant.scope if grant else None, hello.filter)
+    except ScopeViolation as violation:  # refused, not narrowed in silence
+        raise ProtocolError(CloseCode.OUTSIDE_SCOPE, violation.reason) from None
     # Keep the hello's session id only if a pod issued it for this stream to the same subject; any other
     # id gets a fresh one, so a client cannot take over a session by naming it.
     if hello.session is not None:
         owner, stored = await sessions.lookup(hello.session, stream)
         if owner == subject:
-            return Admission(hello, grant, hello.session, stored)
-    return Admission(hello, grant, uuid.uuid4().hex, None)
+            return Admission(hello, grant, hello.session, stored, view)
+    return Admission(hello, grant, uuid.uuid4().hex, None, view)
 
 
 async def start(socket: FrameSocket, transport: Transport, hub: StreamHub, sessions: SessionStore,
                 settings: ConnectionSettings, admission: Admission) -> Start:
     """Mark the session connected, send the welcome, and the snapshot when the client cannot resume."""
+    if admission.view is not None:  # the stream's mode (removals in update mode) known before its feed starts
+        await hub.views_ready()
     meta = await hub.meta()
     # Used even with a cursor: its counts are the baseline of the cumulative ones the acks carry.
     stored = admission.stored
@@ -90,18 +99,25 @@ async def start(socket: FrameSocket, transport: Transport, hub: StreamHub, sessi
         meta = await hub.meta()
         plan = decide_start(admission.hello.cursor, stored.seq if stored else None, meta,
                             session_epoch=stored.epoch if stored else None)
+    cursor = admission.hello.cursor
+    plan = fit_view(plan, cursor.view if plan.position_from == "cursor" and cursor is not None else None,
+                    admission.view)
     plan = await _verify(hub, plan, admission)
     await sessions.connected(admission.session_id, hub.stream, admission.subject)
     ack_every, ack_interval_ms = settings.ack_policy(len(hub.subscriptions))
     welcome = encode_welcome(Welcome(
         session=admission.session_id, epoch=meta.epoch, head_seq=meta.last_seq, recovered=plan.recovered,
         reset=None if plan.reset == "none" else plan.reset, ack_every=ack_every, ack_interval_ms=ack_interval_ms,
+        view=None if admission.view is None else admission.view.id,
     ))
     if plan.after_seq is not None:
         await _send(socket, transport, [welcome])
         return Start(meta.epoch, plan.after_seq)
     metrics.RESETS.labels(stream=hub.stream, reason=plan.reset).inc()
-    snapshot, frames = await hub.snapshot(settings.max_server_frame_bytes)
+    if admission.view is None:
+        snapshot, frames = await hub.snapshot(settings.max_server_frame_bytes)
+    else:
+        snapshot, frames = await hub.view_snapshot(admission.view, settings.max_server_frame_bytes)
     await _send(socket, transport, [welcome, *frames])
     return Start(snapshot.epoch, snapshot.seq)
 
@@ -133,7 +149,7 @@ async def _receive_hello(socket: FrameSocket, settings: ConnectionSettings) -> H
             message = await socket.receive()
     except TimeoutError:
         raise Close(CloseCode.TIMEOUT, "no hello in time") from None
-    frame = parse_client_frame(payload(message), settings.max_client_frame_bytes)
+    frame = parse_client_frame(payload(message), settings.max_client_frame_bytes, filters=True)
     if not isinstance(frame, Hello):
         raise ProtocolError(CloseCode.PROTOCOL_VIOLATION, "the first frame must be a hello")
     return frame

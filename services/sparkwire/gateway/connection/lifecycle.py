@@ -18,6 +18,7 @@ from sparkwire.gateway.connection import handshake
 from sparkwire.gateway.connection.ending import Close
 from sparkwire.gateway.connection.receiver import Receiver
 from sparkwire.gateway.connection.sender import Sender, Timers
+from sparkwire.gateway.connection.view_sender import ViewSender
 from sparkwire.gateway.fanout.hub import StreamHub
 from sparkwire.gateway.fanout.subscription import Subscription
 from sparkwire.gateway.settings import ConnectionSettings
@@ -65,8 +66,10 @@ class Connection:
         try:
             start = await handshake.start(self.socket, self.transport, self.hub, self.sessions, self.settings,
                                           admission)
-            sender = Sender(self.socket, self.transport, self.hub, subscription, self.settings, timers,
-                            admission.grant, start.epoch, start.after)
+            sender = (Sender(self.socket, self.transport, self.hub, subscription, self.settings, timers,
+                             admission.grant, start.epoch, start.after) if admission.view is None
+                      else ViewSender(self.socket, self.transport, self.hub, subscription, self.settings, timers,
+                                      admission.grant, start.epoch, start.after, admission.view))
             receiver = Receiver(sender, self.sessions, admission, self.settings.max_client_frame_bytes)
             # Send until the subscription ends (awaited here, not in a helper: an idle connection keeps every
             # coroutine frame it waits in). The sender's task is the connection's only one: the client's
@@ -74,7 +77,7 @@ class Connection:
             # while the sender waits for them (``Sender.write_through``).
             if self.draining.is_set():  # drained between the accept and the subscribe
                 subscription.end("draining")
-            subscription.write_through = sender.write_through
+            subscription.write_through = sender.write_through if admission.view is None else None
             self.transport.listen(receiver.on_message)
             try:
                 await sender.run()

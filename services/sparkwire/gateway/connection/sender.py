@@ -26,16 +26,20 @@ from sparkwire.replaylog.model import Entry
 
 @dataclass(slots=True)
 class Timers:
-    """When the sender must next wake without a batch (the next ping, or the token's expiry), and when the
-    client was last heard from (the receiver notes it; any frame counts as an answer to a ping)."""
+    """When the sender must next wake without a batch (the next ping, the token's expiry, or a filtered
+    subscription's position frame), and when the client was last heard from (the receiver notes it; any frame
+    counts as an answer to a ping)."""
 
     next_ping: float
     expires_at_monotonic: float | None
     last_heard: float
     pings: int = 0
+    position_due: float | None = None  # a filtered subscription's next position frame (``view_sender``)
 
     def seconds_to_next(self, now: float) -> float:
         due = self.next_ping if self.expires_at_monotonic is None else min(self.next_ping, self.expires_at_monotonic)
+        if self.position_due is not None:
+            due = min(due, self.position_due)
         return max(due - now, 0.0)
 
 
@@ -130,7 +134,7 @@ class Sender:
             step = junction_step(self.merger, [entry for entry, _ in page], [live.entry for live in pending],
                                  self.settings.page_size)
             metrics.ENTRIES_REPLAYED.labels(stream=self.hub.stream, source=source).inc(len(step.entries))
-            await self._send([encodings[entry.seq] for entry in step.entries])
+            await self._send_replayed(step.entries, encodings)
             if step.next == "live":
                 return
             if step.next == "gap":
@@ -138,6 +142,10 @@ class Sender:
                 # trimmed under us or a new epoch: the client resumes and gets a snapshot
                 raise Close(CloseCode.STREAM_RESET, f"seq {self.merger.delivered + 1} is no longer in the log")
             await self._on_time()  # a long replay still pings and still ends a stale token
+
+    async def _send_replayed(self, entries: list[Entry], encodings: dict[int, EncodedEntry]) -> None:
+        """Send a run of replayed entries (``encodings``: each one's, encoded once per pod)."""
+        await self._send([encodings[entry.seq] for entry in entries])
 
     async def _on_time(self) -> None:
         """Application pings, the pong timeout and the token's expiry, all checked by the sender: browsers

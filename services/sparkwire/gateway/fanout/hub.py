@@ -11,8 +11,10 @@ from collections import deque
 
 from sparkwire.gateway import metrics
 from sparkwire.gateway.fanout.subscription import EndReason, LiveBatch, LiveEntry, Subscription
+from sparkwire.gateway.fanout.views import StreamViews
 from sparkwire.gateway.recovery.continuity import head_verdict
 from sparkwire.gateway.store.batched import Batched, shared
+from sparkwire.protocol.scope import View
 from sparkwire.protocol.server_frames import encode_entry, encode_snapshot
 from sparkwire.replaylog.model import Entry, Snapshot, StreamMeta
 from sparkwire.replaylog.port import UNAVAILABLE, StreamLog
@@ -28,11 +30,20 @@ LOG_BEHIND_WAIT_S = 8.0
 class EncodedSnapshot:
     """A snapshot and its frames, encoded once per frame size for every connection that shares it."""
 
-    __slots__ = ("_frames", "snapshot")
+    __slots__ = ("_frames", "_view_frames", "snapshot")
 
     def __init__(self, snapshot: Snapshot) -> None:
         self.snapshot = snapshot
         self._frames: dict[int, list[str]] = {}
+        self._view_frames: dict[tuple[str, int], list[str]] = {}
+
+    def view_frames(self, views: StreamViews, view: View, max_frame_bytes: int) -> list[str]:
+        """The frames of the snapshot filtered by ``view``: once per view for every connection of it."""
+        frames = self._view_frames.get((view.id, max_frame_bytes))
+        if frames is None:
+            frames = self._view_frames[(view.id, max_frame_bytes)] = views.snapshot_frames(
+                self.snapshot, view, max_frame_bytes)
+        return frames
 
     def frames(self, max_frame_bytes: int) -> list[str]:
         frames = self._frames.get(max_frame_bytes)
@@ -57,6 +68,7 @@ class StreamHub:
         self._behind_since: float | None = None  # monotonic time the log was first seen ending before head_seq
         self.healthy = False
         self.started = asyncio.Event()
+        self.views = StreamViews()  # filtered subscriptions only (issue 43)
         self._written_through = metrics.WRITTEN_THROUGH.labels(stream=stream)
         self._delivered = metrics.ENTRIES_DELIVERED.labels(stream=stream)
         # Connections' reads, shared by the handshakes that ask together (``batched``).
@@ -97,6 +109,17 @@ class StreamHub:
         that asked while the previous read was out."""
         encoded = await self._snapshot_reads(None)
         return encoded.snapshot, encoded.frames(max_frame_bytes)
+
+    async def view_snapshot(self, view: View, max_frame_bytes: int) -> tuple[Snapshot, list[str]]:
+        """As ``snapshot``, its items filtered by ``view`` (encoded once per view and read)."""
+        encoded = await self._snapshot_reads(None)
+        return encoded.snapshot, encoded.view_frames(self.views, view, max_frame_bytes)
+
+    async def views_ready(self) -> StreamViews:
+        """The stream's views, once its mode (update: removals) was read from its descriptor."""
+        if self.views.removals is None:
+            self.views.learn_mode(await self.log.descriptor())
+        return self.views
 
     async def entry_at(self, seq: int) -> Entry | None:
         """The log's entry at ``seq`` (None if it holds none), read after this call from the log, never the ring:

@@ -7,13 +7,15 @@ from dataclasses import dataclass
 from typing import Literal
 
 from sparkwire.protocol.positions import Cursor
+from sparkwire.protocol.scope import View, position_fits
 from sparkwire.replaylog.model import StreamMeta
 
 # "rewind": the log holds another entry under the position's seq than the one its digest names
-# (``continuity.verify_resume``).
-ResetReason = Literal["none", "no_position", "epoch_mismatch", "cursor_too_old", "cursor_ahead", "rewind"]
+# (``continuity.verify_resume``); "view_changed": the position was covered under another view (``fit_view``).
+ResetReason = Literal["none", "no_position", "epoch_mismatch", "cursor_too_old", "cursor_ahead", "rewind",
+                      "view_changed"]
 RESET_REASONS: tuple[ResetReason, ...] = ("none", "no_position", "epoch_mismatch", "cursor_too_old", "cursor_ahead",
-                                          "rewind")
+                                          "rewind", "view_changed")
 
 
 @dataclass(frozen=True)
@@ -59,3 +61,13 @@ def decide_start(
     if position.seq < meta.first_seq - 1:
         return _snapshot("cursor_too_old", src)
     return StartPlan(mode="resume", after_seq=position.seq, reset="none", position_from=src)
+
+
+def fit_view(plan: StartPlan, position_view: str | None, view: View | None) -> StartPlan:
+    """A resume whose position was covered under another view than the subscription's (``position_fits``:
+    another filter or scope, a position without a view on a filtered subscription or with one on an
+    unfiltered one) starts from a snapshot instead, reset ``view_changed``. ``position_view``: the view the
+    plan's position came with (the cursor's ``view``; a session's ack keeps none yet)."""
+    if plan.mode != "resume" or plan.after_seq is None or position_fits(plan.after_seq, position_view, view):
+        return plan
+    return _snapshot("view_changed", plan.position_from)

@@ -268,3 +268,20 @@ def test_a_hello_with_a_cursor_never_gets_no_position(
                         meta(epoch=epoch, first_seq=first_seq, last_seq=first_seq + length - 1),
                         session_epoch=session_epoch)
     assert plan.reset != "no_position" and plan.position_from == "cursor"
+
+
+# --- fit_view (issue 43) -----------------------------------------------------------------------
+
+
+def test_a_position_of_another_view_starts_from_a_snapshot() -> None:
+    from sparkwire.gateway.recovery.start_plan import fit_view
+    from sparkwire.protocol.filter_form import parse_filter
+    from sparkwire.protocol.scope import View
+
+    view = View(None, parse_filter({"region": "eu"}))
+    assert fit_view(resume(12), view.id, view) == resume(12)
+    assert fit_view(resume(12), None, None) == resume(12)
+    assert fit_view(resume(0), None, view) == resume(0)  # "applied nothing" fits every view
+    assert fit_view(resume(12), None, view) == snapshot("view_changed")
+    assert fit_view(resume(12, "session"), view.id, None) == snapshot("view_changed", "session")
+    assert fit_view(snapshot("no_position", "none"), None, view) == snapshot("no_position", "none")

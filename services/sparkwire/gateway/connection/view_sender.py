@@ -1,0 +1,87 @@
+"""The sending side of a filtered subscription (issue 43; docs/protocol.md, "Filtered subscriptions"): the
+``Sender``'s replay and live, the same ``ReplayMerger`` runs, turned into the frames of a ``ViewFeed`` — each
+covering ``(after, through]`` of the log, a position frame at most once a second while nothing matches.
+
+A connection without a view never comes here: it keeps the ``Sender``'s path (shared frames, writes through)
+without a per-entry cost added.
+"""
+
+from __future__ import annotations
+
+import time
+
+from sparkwire.gateway import metrics
+from sparkwire.gateway.auth.tokens import Grant
+from sparkwire.gateway.connection.sender import Sender, Timers
+from sparkwire.gateway.fanout.hub import StreamHub
+from sparkwire.gateway.fanout.subscription import LiveBatch, Subscription
+from sparkwire.gateway.settings import ConnectionSettings
+from sparkwire.gateway.transport.contract import FrameSocket, Transport
+from sparkwire.protocol.limits import VIEW_POSITION_INTERVAL_MS
+from sparkwire.protocol.scope import View
+from sparkwire.protocol.server_frames import EncodedEntry, encode_entry
+from sparkwire.protocol.view_feed import ViewFeed, ViewFrame, ViewItem, encode_removal, encode_view_frame
+from sparkwire.replaylog.model import Entry
+
+
+def monotonic_ms() -> int:
+    return int(time.monotonic() * 1000)
+
+
+class ViewSender(Sender):
+    """A ``Sender`` whose frames are its view's: acks are checked against the last ``through`` sent
+    (``delivered``), and live batches wait for the connection's task (no write through)."""
+
+    __slots__ = ("_interval_s", "_last_frame_s", "feed")
+
+    def __init__(self, socket: FrameSocket, transport: Transport, hub: StreamHub, subscription: Subscription,
+                 settings: ConnectionSettings, timers: Timers, grant: Grant | None, epoch: str, after: int,
+                 view: View, interval_ms: int = VIEW_POSITION_INTERVAL_MS) -> None:
+        super().__init__(socket, transport, hub, subscription, settings, timers, grant, epoch, after)
+        views = hub.views
+        self._interval_s = interval_ms / 1000
+        self._last_frame_s = time.monotonic()
+        self.feed = ViewFeed(views.compiled(view), after, now_ms=monotonic_ms(), interval_ms=interval_ms,
+                             data_of=views.data_of)
+
+    @property
+    def delivered(self) -> int:
+        """The ``through`` of the last frame sent (or the start position): what an ack may reach."""
+        return self.feed.sent
+
+    def write_through(self, batch: LiveBatch) -> bool:
+        return False  # a batch's shared frames are not this view's
+
+    async def _send_live(self, batch: LiveBatch) -> bool:
+        sent, gap = self.merger.take([live.entry for live in batch])
+        encodings = {live.entry.seq: live.encoded for live in batch}
+        await self._send_view(self.feed.offer(sent, monotonic_ms()), encodings)
+        if gap is not None:
+            metrics.GAPS_DETECTED.labels(stream=self.hub.stream).inc()
+            return False
+        return True
+
+    async def _send_replayed(self, entries: list[Entry], encodings: dict[int, EncodedEntry]) -> None:
+        await self._send_view(self.feed.offer(entries, monotonic_ms()), encodings)
+
+    async def _on_time(self) -> None:
+        await super()._on_time()
+        if self.subscription.ended is None:
+            await self._send_view(self.feed.due(monotonic_ms()), {})
+
+    async def _send_view(self, frames: list[ViewFrame], encodings: dict[int, EncodedEntry]) -> None:
+        def encoded(item: ViewItem) -> EncodedEntry:
+            if item.removed:
+                return encode_removal(item.entry)
+            found = encodings.get(item.entry.seq)
+            return encode_entry(item.entry) if found is None else found
+
+        if frames:
+            epoch = await self._frame_epoch()
+            for frame in frames:
+                for text in encode_view_frame(epoch, frame, encoded, self.max_frame_bytes):
+                    await self.socket.send_text(text)
+                self._delivered.inc(len(frame.items))
+            self._last_frame_s = time.monotonic()
+        feed = self.feed
+        self.timers.position_due = self._last_frame_s + self._interval_s if feed.seen > feed.sent else None

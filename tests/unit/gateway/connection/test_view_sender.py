@@ -1,0 +1,79 @@
+"""A filtered subscription's sending side alone (issue 43), over the in-memory log: history and live turned
+into frames that each cover ``(after, through]`` without a hole, a position frame when nothing matched, and
+``delivered`` (what an ack may reach) the last ``through`` sent."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import pytest
+
+from sparkwire.client.coverage import ViewCoverage
+from sparkwire.gateway.connection.sender import Timers
+from sparkwire.gateway.connection.view_sender import ViewSender
+from sparkwire.gateway.fanout.hub import StreamHub
+from sparkwire.gateway.fanout.subscription import LiveBatch, LiveEntry
+from sparkwire.protocol.filter_form import parse_filter
+from sparkwire.protocol.scope import View
+from sparkwire.protocol.server_frames import encode_entry
+from sparkwire.protocol.view_frames import ViewEntriesFrame
+from sparkwire.replaylog.model import Entry
+
+from ..connection_fakes import FakeSocket, FakeWire, hub_with, settings
+from .test_sender import running, until
+
+pytestmark = pytest.mark.timeout(30)
+
+
+def view_sender(hub: StreamHub, socket: FakeSocket, after: int, wanted: object, interval_ms: int = 1000) -> ViewSender:
+    config = settings()
+    now = time.monotonic()
+    timers = Timers(next_ping=now + config.ping_interval_s, expires_at_monotonic=None, last_heard=now)
+    return ViewSender(socket.as_websocket(), FakeWire(direct=True), hub, hub.subscribe(), config, timers, None,
+                      hub.epoch, after, View(None, parse_filter(wanted)), interval_ms=interval_ms)
+
+
+def covered(socket: FakeSocket, start: int) -> tuple[ViewCoverage, list[int]]:
+    coverage = ViewCoverage(start)
+    seqs: list[int] = []
+    for frame in socket.frames():
+        assert isinstance(frame, ViewEntriesFrame)
+        result = coverage.observe(frame)
+        assert result.verdict == "next"
+        seqs.extend(item.seq for item in result.fresh)
+    return coverage, seqs
+
+
+def test_history_then_live_in_frames_that_chain() -> None:
+    async def run() -> tuple[ViewCoverage, list[int], int]:
+        hub = await hub_with(30)  # data {"n": n} at seq n
+        socket = FakeSocket()
+        sender = view_sender(hub, socket, after=4, wanted={"n": {"in": [3, 9, 17, 31, 33]}})
+        assert sender.write_through(LiveBatch()) is False  # a batch's shared frames are not this view's
+
+        async def body(task: asyncio.Task[None]) -> None:
+            await until(lambda: sender.delivered == 30, task)
+            live = [Entry(seq, f"r{seq}", f"k{seq % 5}", json.dumps({"n": seq}), 0, 0) for seq in (31, 32, 33)]
+            sender.subscription.offer(LiveBatch(LiveEntry(entry, encode_entry(entry)) for entry in live))
+            await until(lambda: sender.delivered == 33, task)
+
+        await running(sender, body)
+        coverage, seqs = covered(socket, 4)
+        return coverage, seqs, sender.delivered
+
+    coverage, seqs, delivered = asyncio.run(run())
+    assert seqs == [9, 17, 31, 33] and coverage.covered == delivered == 33
+
+
+def test_a_position_frame_when_nothing_matched() -> None:
+    async def run() -> list[ViewEntriesFrame]:
+        hub = await hub_with(12)
+        socket = FakeSocket()
+        sender = view_sender(hub, socket, after=0, wanted={"n": -1}, interval_ms=50)
+        await running(sender, lambda task: until(lambda: sender.delivered == 12, task))
+        return [frame for frame in socket.frames() if isinstance(frame, ViewEntriesFrame)]
+
+    frames = asyncio.run(run())
+    assert [(frame.after, frame.through, frame.items) for frame in frames] == [(0, 12, ())]
