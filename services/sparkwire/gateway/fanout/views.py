@@ -56,15 +56,16 @@ class StreamViews:
 
     def __init__(self, parsed_entries: int = PARSED_ENTRIES) -> None:
         self.removals: bool | None = None
-        self._compiled: dict[str, CompiledView] = {}
+        self._compiled: dict[tuple[str, bool], CompiledView] = {}
         self._parsed: dict[tuple[int, str], object] = {}
         self._parsed_entries = parsed_entries
 
     def compiled(self, view: View) -> CompiledView:
         """The view's matchers, compiled once and shared by every connection of the view."""
-        found = self._compiled.get(view.id)
+        removals = bool(self.removals)
+        found = self._compiled.get((view.id, removals))
         if found is None:
-            found = self._compiled[view.id] = _compiled(view, bool(self.removals))
+            found = self._compiled[(view.id, removals)] = _compiled(view, removals)
         return found
 
     def data_of(self, entry: Entry) -> object:

@@ -1,6 +1,8 @@
 """``GET /history?stream=<S>&last=<n>``: the last entries of the log and the state they end at, read in one
 transaction, for a page that opens with its charts full and then resumes after them over ``/ws``
-(docs/protocol.md, "GET /history")."""
+(docs/protocol.md, "GET /history"). With a ``filter`` or a scoped token (issue 43): ``last`` still counts
+entries of the log, ``entries`` holds those the view delivers, ``items`` the view's state, and the answer adds
+``digest`` (of the log's entry at ``seq``, delivered or not; absent when the log holds none) and ``view``."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import json
 import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -15,10 +18,13 @@ from starlette.responses import JSONResponse, Response
 from sparkwire.gateway import metrics
 from sparkwire.gateway.fanout.hub import StreamHub
 from sparkwire.gateway.http import bearer
+from sparkwire.gateway.http.view_param import compiled, requested_view
 from sparkwire.protocol.encoding import dumps
 from sparkwire.protocol.limits import DEFAULT_HISTORY_ENTRIES, MAX_HISTORY_ENTRIES
+from sparkwire.protocol.scope import View
 from sparkwire.protocol.server_frames import encode_entry
-from sparkwire.replaylog.model import History
+from sparkwire.protocol.view_feed import filter_items
+from sparkwire.replaylog.model import Entry, History
 from sparkwire.replaylog.port import UNAVAILABLE
 
 log = logging.getLogger(__name__)
@@ -36,9 +42,9 @@ def parse_last(raw: str | None) -> int:
     return min(int(raw), MAX_HISTORY_ENTRIES)
 
 
-def encode_history(history: History, last: int) -> str:
+def encode_history(history: History, last: int, extra: str = "") -> str:
     """The document, entries as in an ``entries`` frame (``data`` embedded as stored). An entry whose data
-    is not JSON is left out, as the live feed leaves it out."""
+    is not JSON is left out, as the live feed leaves it out. ``extra``: more fields, written before the last."""
     fragments: list[str] = []
     for entry in history.entries:
         try:
@@ -47,7 +53,25 @@ def encode_history(history: History, last: int) -> str:
             log.exception("entry with invalid data left out of a history")
     items = {k: {"seq": v.seq, "processingId": v.processing_id, "data": v.data} for k, v in history.items.items()}
     return (f'{{"epoch":{dumps(history.epoch)},"seq":{history.seq},"firstSeq":{history.first_seq},'
-            f'"last":{last},"entries":[{",".join(fragments)}],"items":{json.dumps(items)}}}')
+            f'"last":{last},{extra}"entries":[{",".join(fragments)}],"items":{json.dumps(items)}}}')
+
+
+async def view_history(hub: StreamHub, history: History, last: int, view: View) -> str:
+    """``history`` as ``view`` sees it (no removals: ``items`` is the view's state at ``seq``)."""
+    matcher, views = await compiled(hub, view), hub.views
+    kept: list[Entry] = []
+    for entry in history.entries:
+        try:
+            if matcher.matches(entry.key, views.data_of(entry)):
+                kept.append(entry)
+        except ValueError:  # data not JSON: left out, as encode_history leaves it out
+            log.exception("entry with invalid data left out of a history")
+    at_seq = history.entries[-1] if history.entries and history.entries[-1].seq == history.seq else None
+    if at_seq is None and history.seq > 0:
+        at_seq = await hub.entry_at(history.seq)
+    digest = f'"digest":"{at_seq.digest}",' if at_seq is not None and at_seq.seq == history.seq else ""
+    filtered = replace(history, entries=kept, items=filter_items(history.items, matcher))
+    return encode_history(filtered, last, f'{digest}"view":"{view.id}",')
 
 
 def history_endpoint(hubs: Mapping[str, StreamHub], auth_secret: str) -> Callable[[Request], Awaitable[Response]]:
@@ -59,11 +83,15 @@ def history_endpoint(hubs: Mapping[str, StreamHub], auth_secret: str) -> Callabl
             last = parse_last(request.query_params.get("last"))
         except ValueError as error:
             return JSONResponse({"error": str(error)}, status_code=400)
+        view = requested_view(request, auth_secret, hub.stream)
+        if isinstance(view, Response):
+            return view
         try:
             read = await hub.log.history(last)
+            text = encode_history(read, last) if view is None else await view_history(hub, read, last, view)
         except UNAVAILABLE:
             metrics.REDIS_ERRORS.labels(operation="history").inc()
             return JSONResponse({"error": "redis unavailable"}, status_code=503)
-        return Response(encode_history(read, last), media_type="application/json")
+        return Response(text, media_type="application/json")
 
     return history

@@ -56,7 +56,7 @@ def test_history_then_live_in_frames_that_chain() -> None:
         async def body(task: asyncio.Task[None]) -> None:
             await until(lambda: sender.delivered == 30, task)
             live = [Entry(seq, f"r{seq}", f"k{seq % 5}", json.dumps({"n": seq}), 0, 0) for seq in (31, 32, 33)]
-            sender.subscription.offer(LiveBatch(LiveEntry(entry, encode_entry(entry)) for entry in live))
+            sender.subscription.offer(LiveBatch([LiveEntry(entry, encode_entry(entry)) for entry in live]))
             await until(lambda: sender.delivered == 33, task)
 
         await running(sender, body)
