@@ -21,6 +21,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.typing import Origin
 
 from sparkwire.gateway.auth.tokens import ALGORITHM, issue_token
+from sparkwire.protocol import parse_filter
 from sparkwire.replaylog import ReplayLogReader
 from sparkwire_harness.stack import Committer, GatewayProcess, RedisServer
 
@@ -80,6 +81,9 @@ class Table:
                                              algorithm=ALGORITHM),
             "streams-not-strings": lambda: jwt.encode({"sub": subject, "streams": [stream, 7], "exp": now + 300},
                                                       SECRET, algorithm=ALGORITHM),
+            # A scope claim (issue 43): the rows whose n is at least 2, on every stream.
+            "scoped": lambda: issue_token(SECRET, [stream], 300, subject=subject, now=now,
+                                          scope={"*": parse_filter({"n": {"ge": 2}})}),
             "none": lambda: None,
         }[kind]()
 
