@@ -4,12 +4,15 @@
 resume decisions and backoff, ``connection`` the asyncio loop around them (``StreamClient``, and ``async for
 entry in client`` through a bounded queue), ``background`` a thread for synchronous programs
 (``BackgroundClient``). Memory does not grow with the stream: the last entries are in ``recent`` (bounded);
-``keep_applied=True`` keeps them all in ``applied``, for tests and oracles.
+``keep_applied=True`` keeps them all in ``applied``, for tests and oracles. ``filter=`` subscribes to the
+matching entries only (``view`` applies those frames by coverage; ``Removal``: a key that stopped matching).
 """
 
 from __future__ import annotations
 
+from sparkwire.protocol.filter_form import FilterError
 from sparkwire.protocol.server_frames import ReceivedEntry
+from sparkwire.protocol.view_frames import Removal
 
 from .background import BackgroundClient
 from .connection import ClientStats, StreamClient
@@ -18,6 +21,6 @@ from .session import ClientSession
 
 __all__ = [
     "BackgroundClient",
-    "ClientSession", "ClientStats", "ReceivedEntry", "ReconnectPolicy", "StreamClient",
+    "ClientSession", "ClientStats", "FilterError", "ReceivedEntry", "ReconnectPolicy", "Removal", "StreamClient",
     "TerminalClose",
 ]

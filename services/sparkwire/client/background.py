@@ -9,12 +9,14 @@ import threading
 from typing import Any
 
 from sparkwire.client.connection import StreamClient
+from sparkwire.client.view import client_filter
 
 
 class BackgroundClient:
     """``start()`` runs ``StreamClient(url, **options)`` on its own event loop; ``stop()`` ends it."""
 
     def __init__(self, url: str, **options: Any) -> None:
+        client_filter(options.get("filter"), options.get("token"))  # a bad filter raises here, not in the thread
         self._url = url
         self._options = options
         self._client: StreamClient | None = None

@@ -12,7 +12,7 @@ import random
 import socket
 import time
 from collections import Counter, deque
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 from websockets.asyncio.client import ClientConnection, connect
@@ -32,6 +32,7 @@ from sparkwire.protocol.close_codes import CloseCode, close_reason
 from sparkwire.protocol.items import StateItem
 from sparkwire.protocol.positions import Cursor
 from sparkwire.protocol.server_frames import ReceivedEntry
+from sparkwire.protocol.view_frames import Removal
 
 # Each connection's end and the delay before the next one, at INFO: why a client was away, and for how long.
 logger = logging.getLogger(__name__)
@@ -111,6 +112,12 @@ class StreamClient:
     ``refresh_token`` is awaited for a fresh token when the server closes with 4419 (token expired) and
     the client resumes at once; without it, 4419 is terminal.
 
+    ``filter`` (docs/protocol.md, "The filter form": field -> condition, ``"$key"`` for the key) asks for
+    the entries that match it only; it is checked here, so a bad one raises ``FilterError`` (a
+    ``ValueError`` naming the part) before any connection. ``on_removal`` gets the ``Removal`` of each key
+    that stopped matching (update mode), once, as it leaves ``state``. A server that refuses the filter
+    closes with 4422 (invalid) or 4423 (outside the token's scope): ``TerminalClose``.
+
     ``async for entry in client`` (or ``client.entries(max_queued)``) yields the entries applied from then
     on, each once, in seq order; it runs the client unless ``run()`` already runs, and ends when the client
     stops (raising the ``TerminalClose`` that ended it, if one did). Memory does not grow with the stream:
@@ -134,12 +141,15 @@ class StreamClient:
         open_socket: Callable[[], socket.socket] | None = None,
         rng: random.Random | None = None,
         clock: Callable[[], float] = time.monotonic,
+        filter: Mapping[str, object] | None = None,
+        on_removal: Callable[[Removal], None] | None = None,
     ) -> None:
         self.url = url
         self.origin = origin
         self.refresh_token = refresh_token
         self.session = ClientSession(token=token, on_entry=on_entry, dedup_capacity=dedup_capacity,
-                                     recent_capacity=recent_capacity, keep_applied=keep_applied, clock=clock)
+                                     recent_capacity=recent_capacity, keep_applied=keep_applied, clock=clock,
+                                     filter=filter, on_removal=on_removal)
         self.reconnect = reconnect if reconnect is not None else ReconnectPolicy()
         self.open_timeout_s = open_timeout_s
         # No frame at all for this long (the server pings every 20 s) means a dead or paused server, whose

@@ -15,11 +15,12 @@ from __future__ import annotations
 import time
 import uuid
 from collections import Counter, deque
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
 
 from sparkwire.client.dedup import ClientDeduper
 from sparkwire.client.gaps import SeqGapDetector
+from sparkwire.client.reaction import Reaction
+from sparkwire.client.view import ViewState, client_filter
 from sparkwire.protocol.client_frames import Ack, Hello, Ping, Pong, encode_ack, encode_heartbeat, encode_hello
 from sparkwire.protocol.items import StateItem
 from sparkwire.protocol.limits import PROTOCOL_VERSION
@@ -34,22 +35,10 @@ from sparkwire.protocol.server_frames import (
     Welcome,
     parse_server_frame,
 )
+from sparkwire.protocol.view_frames import Removal, ViewEntriesFrame
 
 # A snapshot the server sends without announcing it in a welcome (a restart mid-connection).
 UNANNOUNCED_RESET = "unannounced"
-
-
-@dataclass(frozen=True)
-class Reaction:
-    """What the connection must do after a frame: ``send`` these frames, then, if ``gap`` is set, close
-    and resume from the cursor (entries after a hole must not be applied); if ``protocol_error`` is set,
-    close: the server spoke something else than this protocol."""
-
-    send: list[str] = field(default_factory=list)
-    gap: Gap | None = None
-    protocol_error: str | None = None
-    applied: tuple[ReceivedEntry, ...] = ()
-    """The entries this frame applied (each once, in seq order), already handed to ``on_entry``."""
 
 
 class ClientSession:
@@ -57,7 +46,9 @@ class ClientSession:
 
     ``on_entry`` gets every applied entry. ``recent`` keeps the (seq, processingId) of the last
     ``recent_capacity`` applied entries (0: none); ``applied_count`` counts them all. ``keep_applied=True``
-    also keeps every one of them in ``applied``, which then grows with the stream: for tests and oracles."""
+    also keeps every one of them in ``applied``, which then grows with the stream: for tests and oracles.
+    ``filter`` (docs/protocol.md's form) asks for some entries only: ``view.py`` applies its frames, and
+    ``on_removal`` gets each key a removal took out of ``state`` (update mode: it stopped matching)."""
 
     def __init__(
         self,
@@ -69,9 +60,12 @@ class ClientSession:
         recent_capacity: int = 1_000,
         keep_applied: bool = False,
         clock: Callable[[], float] = time.monotonic,
+        filter: Mapping[str, object] | None = None,
+        on_removal: Callable[[Removal], None] | None = None,
     ) -> None:
         if recent_capacity < 0:
             raise ValueError(f"recent_capacity must be at least 0, got {recent_capacity}")
+        self.view = ViewState(client_filter(filter, token), on_removal)  # a bad filter raises FilterError here
         self.token = token
         # Generated here rather than at the first connect so the first hello already names it.
         self.session_id = session_id if session_id is not None else uuid.uuid4().hex
@@ -102,7 +96,8 @@ class ClientSession:
     @property
     def cursor(self) -> Cursor | None:
         """The last entry applied (or the snapshot's position), sent in the next hello."""
-        return None if self._epoch is None else Cursor(self._epoch, self._detector.last_seq, self._digest)
+        return None if self._epoch is None else Cursor(self._epoch, self._detector.last_seq, self._digest,
+                                                       self.view.view_id)
 
     @property
     def applied(self) -> list[tuple[int, str]]:
@@ -121,11 +116,11 @@ class ClientSession:
     @property
     def duplicates(self) -> int:
         """Entries dropped as repeats, by seq or by processingId, since the session began."""
-        return self._detector.duplicates + self._deduper.duplicates
+        return self._detector.duplicates + self._deduper.duplicates + self.view.coverage.duplicates
 
     @property
     def gaps(self) -> int:
-        return self._detector.gaps
+        return self._detector.gaps + self.view.coverage.gaps
 
     # -- one connection ------------------------------------------------------------------------------
 
@@ -145,7 +140,7 @@ class ClientSession:
         self._begin_connection_state()
         cursor = self.cursor
         self._sent_cursor = cursor is not None
-        return encode_hello(Hello(PROTOCOL_VERSION, self.session_id, cursor, self.token))
+        return encode_hello(Hello(PROTOCOL_VERSION, self.session_id, cursor, self.token, self.view.filter))
 
     def handle(self, text: str | bytes) -> Reaction:
         """Apply one server frame."""
@@ -161,7 +156,11 @@ class ClientSession:
         if isinstance(frame, SnapshotPart):
             return self._on_snapshot(frame)
         if isinstance(frame, EntriesFrame):
+            if self.welcome is not None and self.welcome.view is not None:
+                return Reaction(protocol_error="an unfiltered entries frame on a connection with a view")
             return self._on_entries(frame)
+        if isinstance(frame, ViewEntriesFrame):
+            return self.view.on_entries(self, frame)
         if isinstance(frame, ErrorFrame):
             self.last_error = frame
         elif isinstance(frame, Ping):
@@ -176,6 +175,8 @@ class ClientSession:
         self.welcome = welcome
         self.welcomes += 1
         self.session_id = welcome.session  # the server may refuse ours and hand out a new one
+        if (refused := self.view.on_welcome(welcome)) is not None:
+            return Reaction(protocol_error=refused)
         if not welcome.recovered:
             self.resets[welcome.reset or "unspecified"] += 1
             self._snapshot_expected = True
@@ -204,6 +205,7 @@ class ClientSession:
         self._detector.reset(part.seq)
         self._epoch = part.epoch
         self._digest = part.digest
+        self.view.view_id = self.welcome.view if self.welcome is not None else None  # filtered as its connection
         self._mark_progress(entries=0)
         return Reaction()
 
