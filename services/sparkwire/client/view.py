@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from sparkwire.client.coverage import ViewCoverage
 from sparkwire.client.reaction import Reaction
 from sparkwire.protocol.client_frames import Hello, encode_hello
-from sparkwire.protocol.filter_form import Filter, parse_filter
+from sparkwire.protocol.filter_form import Filter, FilterError, parse_filter
 from sparkwire.protocol.items import StateItem
 from sparkwire.protocol.limits import MAX_CLIENT_FRAME_BYTES, MAX_SEQ, PROTOCOL_VERSION
 from sparkwire.protocol.positions import Cursor, Gap
@@ -33,14 +33,15 @@ _LONGEST_CURSOR = Cursor("e" * 64, MAX_SEQ, "0" * 16, "0" * 16)
 def client_filter(value: Mapping[str, object] | None, token: str | None) -> Filter | None:
     """``value`` (the documented filter form) parsed as the server will parse it, so a bad filter raises
     ``FilterError`` (a ``ValueError`` naming the part) here, before any connection, rather than close the
-    first one with ``4422``; and refused if its hello could exceed the client frame limit (``1009``)."""
+    first one with ``4422``; and refused (``FilterError`` too) if its hello could exceed the client frame
+    limit, which the server would close with ``1009``."""
     if value is None:
         return None
     parsed = parse_filter(dict(value) if isinstance(value, Mapping) else value, "filter")
     longest = len(encode_hello(Hello(PROTOCOL_VERSION, "s" * 128, _LONGEST_CURSOR, token, parsed)).encode())
     if longest > MAX_CLIENT_FRAME_BYTES:
-        raise ValueError(f"filter: a hello with this filter (and token) takes up to {longest} bytes, over the "
-                         f"{MAX_CLIENT_FRAME_BYTES}-byte limit of a client frame")
+        raise FilterError(f"filter: a hello with this filter (and token) takes up to {longest} bytes, over the "
+                          f"{MAX_CLIENT_FRAME_BYTES}-byte limit of a client frame")
     return parsed
 
 

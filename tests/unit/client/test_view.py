@@ -384,7 +384,7 @@ def test_a_bad_filter_is_refused_when_the_session_is_made(bad: object, reason: s
 
 
 def test_a_filter_whose_hello_could_exceed_the_client_frame_limit_is_refused() -> None:
-    with pytest.raises(ValueError, match="8192-byte limit"):
+    with pytest.raises(FilterError, match="8192-byte limit"):
         ClientSession(filter={"name": {"in": [f"{i:03}" + "x" * 200 for i in range(40)]}})
     ClientSession(filter={"name": {"in": [f"{i:03}" + "x" * 200 for i in range(30)]}})  # fits
 
