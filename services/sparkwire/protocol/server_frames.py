@@ -18,8 +18,13 @@ from typing import NoReturn
 from sparkwire.protocol.client_frames import Ping, Pong
 from sparkwire.protocol.close_codes import CloseCode
 from sparkwire.protocol.digest import DIGEST
-from sparkwire.protocol.encoding import dumps, reject_constant
-from sparkwire.protocol.items import Entry, Snapshot, StateItem
+from sparkwire.protocol.encoding import dumps
+
+# Re-exported: an entry is part of these frames' API (entry_codec.py holds it apart for view_frames.py).
+from sparkwire.protocol.entry_codec import EncodedEntry as EncodedEntry
+from sparkwire.protocol.entry_codec import ReceivedEntry as ReceivedEntry
+from sparkwire.protocol.entry_codec import encode_entry as encode_entry
+from sparkwire.protocol.items import Snapshot, StateItem
 from sparkwire.protocol.limits import MAX_SERVER_FRAME_BYTES, PROTOCOL_VERSION
 from sparkwire.protocol.view_frames import ViewEntriesFrame, parse_view_entries
 
@@ -47,33 +52,6 @@ def encode_welcome(welcome: Welcome) -> str:
     if welcome.view is not None:
         document["view"] = welcome.view
     return dumps(document)
-
-
-@dataclass(frozen=True)
-class EncodedEntry:
-    """One entry's JSON object, encoded once and shared by every client of the pod."""
-
-    seq: int
-    json: str
-    nbytes: int
-    digest: str = ""  # the entry's: a filtered frame cut after it covers up to it (view_frames.pack_view_entries)
-
-
-def encode_entry(entry: Entry) -> EncodedEntry:
-    """``entry`` as a JSON object; ``data`` (already JSON in the log) is embedded as is, not re-encoded.
-
-    Raises ValueError if ``data`` is not JSON: the log's contract is broken and the server must not
-    send a frame the client cannot parse.
-    """
-    try:
-        json.loads(entry.data, parse_constant=reject_constant)
-    except (ValueError, RecursionError) as error:  # NotJsonError is a ValueError
-        raise ValueError(f"data of seq {entry.seq} is not valid JSON: {error}") from None
-    text = (
-        f'{{"seq":{entry.seq},"processingId":{dumps(entry.processing_id)},"key":{dumps(entry.key)},'
-        f'"data":{entry.data},"commitMs":{entry.commit_ms},"digest":"{entry.digest}"}}'
-    )
-    return EncodedEntry(seq=entry.seq, json=text, nbytes=len(text.encode()), digest=entry.digest)
 
 
 def _entries_head(epoch: str) -> str:
@@ -133,18 +111,6 @@ def encode_error(code: CloseCode, reason: str) -> str:
 
 class ServerFrameError(ValueError):
     """A server frame the client cannot make sense of (a server bug, or not this protocol)."""
-
-
-@dataclass(frozen=True)
-class ReceivedEntry:
-    """One entry of an ``entries`` frame; ``data`` is the parsed result object."""
-
-    seq: int
-    processing_id: str
-    key: str
-    data: object
-    commit_ms: int
-    digest: str | None = None  # None from a server older than digests
 
 
 @dataclass(frozen=True)

@@ -12,13 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NoReturn
+from typing import NoReturn
 
 from sparkwire.protocol.digest import DIGEST
 from sparkwire.protocol.encoding import dumps
-
-if TYPE_CHECKING:  # server_frames imports this module to parse these frames
-    from sparkwire.protocol.server_frames import EncodedEntry, ReceivedEntry
+from sparkwire.protocol.entry_codec import EncodedEntry, ReceivedEntry
 
 
 @dataclass(frozen=True)
