@@ -64,13 +64,16 @@ class StreamLog(Protocol):
 @dataclass(frozen=True)
 class SessionPosition:
     """The last ack of a session, the duplicate and gap counts its client reported with it, and the digest of
-    the entry at ``seq`` it sent (``""`` when it sent none: a position that proves less)."""
+    the entry at ``seq`` it sent (``""`` when it sent none: a position that proves less); ``view``: the view
+    id of the filtered subscription that acked it (``""``: unfiltered), since a position covered under one
+    view is none in another (docs/protocol.md, "Filtered subscriptions")."""
 
     epoch: str
     seq: int
     duplicates: int = 0
     gaps: int = 0
     digest: str = ""
+    view: str = ""
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import redis.asyncio as redis_async
 from sparkwire.replaylog.keys import DEFAULT_PREFIX
 from sparkwire.replaylog.port import AckRecord, ConnectRecord, SessionLookup, SessionPosition
 
-_LOOKUP_FIELDS = ["subject", "epoch", "seq", "duplicates", "gaps", "digest"]
+_LOOKUP_FIELDS = ["subject", "epoch", "seq", "duplicates", "gaps", "digest", "view"]
 
 
 def session_key(session_id: str, stream: str, prefix: str = DEFAULT_PREFIX) -> str:
@@ -26,12 +26,12 @@ def _text(value: object) -> str:
 
 
 def _session(subject: object, epoch: object, seq: object, duplicates: object, gaps: object,
-             digest: object) -> SessionLookup:
+             digest: object, view: object) -> SessionLookup:
     if subject is None:  # every pod writes the subject when it issues the id
         return None, None
     position = None if epoch is None or seq is None else SessionPosition(
         epoch=_text(epoch), seq=int(_text(seq)), duplicates=int(_text(duplicates or 0)), gaps=int(_text(gaps or 0)),
-        digest=_text(digest or b""))
+        digest=_text(digest or b""), view=_text(view or b""))
     return _text(subject), position
 
 
@@ -61,7 +61,8 @@ class RedisSessionRecords:
                 key = session_key(ack.session_id, ack.stream)
                 pipe.hset(key, mapping={
                     "epoch": ack.position.epoch, "seq": ack.position.seq, "duplicates": ack.position.duplicates,
-                    "gaps": ack.position.gaps, "digest": ack.position.digest, "pod": pod,
+                    "gaps": ack.position.gaps, "digest": ack.position.digest,
+                    "view": ack.position.view, "pod": pod,
                     "updated_ms": ack.updated_ms, "subject": ack.subject,
                 })
                 if ack.renew_ttl:

@@ -138,7 +138,8 @@ def test_sessions_keep_their_subject_and_last_ack(
         issued = [ConnectRecord("s1", unique_name, "alice", 1), ConnectRecord("s2", unique_name, "", 1)]
         await sessions.connected(issued, pod="pod-a", ttl_seconds=60)
         assert await sessions.lookup([("s1", unique_name), ("s2", unique_name)]) == [("alice", None), ("", None)]
-        position = SessionPosition("e1", 7, duplicates=1, gaps=2, digest="0123456789abcdef")
+        position = SessionPosition("e1", 7, duplicates=1, gaps=2, digest="0123456789abcdef",
+                                   view="fedcba9876543210")
         await sessions.write([AckRecord("s1", unique_name, position, 2, "alice", True)], pod="pod-b", ttl_seconds=60)
         assert await sessions.lookup([("s1", unique_name), ("s1", unique_name + "-other"), ("s2", unique_name)]) == [
             ("alice", position), (None, None), ("", None)]

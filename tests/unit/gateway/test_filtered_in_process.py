@@ -26,12 +26,15 @@ from sparkwire.protocol import (
     EntriesFrame,
     ErrorFrame,
     Hello,
+    Ping,
+    Pong,
     Removal,
     ServerFrame,
     SnapshotPart,
     ViewEntriesFrame,
     Welcome,
     encode_ack,
+    encode_heartbeat,
     encode_hello,
     parse_server_frame,
 )
@@ -76,10 +79,10 @@ class InProcess:
         return jwt.encode(claims if scope is None else {**claims, "scope": scope}, SECRET, algorithm="HS256")
 
     @contextlib.contextmanager
-    def connect(self, filter: object = None, cursor: Cursor | None = None,
-                scope: dict[str, object] | None = None) -> Iterator[WebSocketTestSession]:
+    def connect(self, filter: object = None, cursor: Cursor | None = None, scope: dict[str, object] | None = None,
+                session: str | None = None) -> Iterator[WebSocketTestSession]:
         with self.client.websocket_connect(f"/ws?stream={STREAM}") as ws:
-            hello = encode_hello(Hello(1, None, cursor, self.token(scope)))
+            hello = encode_hello(Hello(1, session, cursor, self.token(scope)))
             if filter is not None:  # as a client sends it, unparsed: the gateway's parsing is under test
                 hello = json.dumps({**json.loads(hello), "filter": filter})
             ws.send_text(hello)
@@ -277,3 +280,24 @@ def test_acks_are_checked_against_the_last_through_sent(gateway: InProcess) -> N
         error = receive(ws)
         assert isinstance(error, ErrorFrame) and error.code == CloseCode.PROTOCOL_VIOLATION
         assert "ack of seq 11 outside 10..10" in error.reason
+
+
+def test_a_session_keeps_the_view_of_its_acks(gateway: InProcess) -> None:
+    gateway.commit(0, 10)
+    wanted = {"tenant": "acme"}
+    with gateway.connect(filter=wanted, cursor=Cursor(gateway.log.epoch, 0)) as ws:
+        welcome, coverage = start(ws)
+        covered_until(ws, coverage, 10)
+        ws.send_text(encode_ack(Ack(seq=10, duplicates=0, gaps=0, digest=coverage.digest)))
+        ws.send_text(encode_heartbeat(Ping(1)))
+        assert receive(ws) == Pong(1)  # the ack was read before the ping
+    gateway.commit(10, 10)
+    with gateway.connect(filter=wanted, session=welcome.session) as ws:  # the session alone: same view resumes
+        again = receive(ws)
+        assert isinstance(again, Welcome) and again.recovered and again.view == welcome.view
+        frame = receive(ws)
+        assert isinstance(frame, ViewEntriesFrame) and frame.after == 10
+    for other in ({"tenant": "globex"}, None):  # another view, or none: a snapshot, not a resume that skips
+        with gateway.connect(filter=other, session=welcome.session) as ws:
+            changed = receive(ws)
+            assert isinstance(changed, Welcome) and changed.reset == "view_changed", changed

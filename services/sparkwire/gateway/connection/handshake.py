@@ -100,8 +100,9 @@ async def start(socket: FrameSocket, transport: Transport, hub: StreamHub, sessi
         plan = decide_start(admission.hello.cursor, stored.seq if stored else None, meta,
                             session_epoch=stored.epoch if stored else None)
     cursor = admission.hello.cursor
-    plan = fit_view(plan, cursor.view if plan.position_from == "cursor" and cursor is not None else None,
-                    admission.view)
+    position_view = (cursor.view if plan.position_from == "cursor" and cursor is not None
+                     else (stored.view or None) if plan.position_from == "session" and stored is not None else None)
+    plan = fit_view(plan, position_view, admission.view)
     plan = await _verify(hub, plan, admission)
     await sessions.connected(admission.session_id, hub.stream, admission.subject)
     ack_every, ack_interval_ms = settings.ack_policy(len(hub.subscriptions))

@@ -18,7 +18,7 @@ from sparkwire.protocol.close_codes import CloseCode
 class Receiver:
     # Slots: thousands of idle connections each kept a dict of these.
     __slots__ = ("error", "last_ack", "max_frame_bytes", "reported", "sender", "session_id", "sessions", "stream",
-                 "subject", "ttl_refreshed")
+                 "subject", "ttl_refreshed", "view")
 
     def __init__(self, sender: Sender, sessions: SessionStore, admission: Admission, max_frame_bytes: int) -> None:
         self.sender = sender
@@ -26,6 +26,7 @@ class Receiver:
         self.stream = sender.hub.stream
         self.session_id = admission.session_id
         self.subject = admission.subject
+        self.view = "" if admission.view is None else admission.view.id  # kept with the session's acks
         self.max_frame_bytes = max_frame_bytes
         stored = admission.stored
         # The adopted session's counts: the baseline of the cumulative ones this client's acks carry.
@@ -70,5 +71,5 @@ class Receiver:
         refresh_ttl = self.sessions.ttl_refresh_due(self.ttl_refreshed)
         if refresh_ttl:
             self.ttl_refreshed = time.monotonic()
-        position = SessionPosition(self.sender.epoch, ack.seq, *self.reported, ack.digest or "")
+        position = SessionPosition(self.sender.epoch, ack.seq, *self.reported, ack.digest or "", self.view)
         self.sessions.acked(self.session_id, self.stream, position, self.subject, refresh_ttl=refresh_ttl)

@@ -67,7 +67,7 @@ def fit_view(plan: StartPlan, position_view: str | None, view: View | None) -> S
     """A resume whose position was covered under another view than the subscription's (``position_fits``:
     another filter or scope, a position without a view on a filtered subscription or with one on an
     unfiltered one) starts from a snapshot instead, reset ``view_changed``. ``position_view``: the view the
-    plan's position came with (the cursor's ``view``; a session's ack keeps none yet)."""
+    plan's position came with (the cursor's ``view``, or the one stored with the session's ack)."""
     if plan.mode != "resume" or plan.after_seq is None or position_fits(plan.after_seq, position_view, view):
         return plan
     return _snapshot("view_changed", plan.position_from)
