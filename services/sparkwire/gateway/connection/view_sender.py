@@ -8,6 +8,8 @@ without a per-entry cost added.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 
 from sparkwire.gateway import metrics
@@ -22,6 +24,9 @@ from sparkwire.protocol.scope import View
 from sparkwire.protocol.server_frames import EncodedEntry, encode_entry
 from sparkwire.protocol.view_feed import ViewFeed, ViewFrame, ViewItem, encode_removal, encode_view_frame
 from sparkwire.replaylog.model import Entry
+
+# How long the position frame before a deliberate close may wait behind unread data (as an error frame's).
+FLUSH_TIMEOUT_S = 1.0
 
 
 def monotonic_ms() -> int:
@@ -43,6 +48,15 @@ class ViewSender(Sender):
         self._last_frame_s = time.monotonic()
         self.feed = ViewFeed(views.compiled(view), after, now_ms=monotonic_ms(), interval_ms=interval_ms,
                              data_of=views.data_of)
+
+    async def run(self) -> None:
+        """As the ``Sender``'s; a pod draining sends a last position frame first (bounded in time), so the
+        client's cursor moves past entries its view left out and its resume does not read them again."""
+        await super().run()
+        if self.subscription.ended == "draining":
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(FLUSH_TIMEOUT_S):
+                    await self._send_view(self.feed.flush(monotonic_ms()), {})
 
     @property
     def delivered(self) -> int:

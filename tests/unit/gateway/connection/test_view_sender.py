@@ -77,3 +77,22 @@ def test_a_position_frame_when_nothing_matched() -> None:
 
     frames = asyncio.run(run())
     assert [(frame.after, frame.through, frame.items) for frame in frames] == [(0, 12, ())]
+
+
+def test_a_draining_pod_sends_the_position_it_reached_first() -> None:
+    async def run() -> list[ViewEntriesFrame]:
+        hub = await hub_with(6)
+        socket = FakeSocket()
+        sender = view_sender(hub, socket, after=0, wanted={"n": 2}, interval_ms=60_000)
+        live = [Entry(seq, f"r{seq}", "k", json.dumps({"n": seq}), 0, 0) for seq in (7, 8)]
+
+        async def body(task: asyncio.Task[None]) -> None:
+            await until(lambda: sender.feed.seen == 6, task)
+            sender.subscription.offer(LiveBatch([LiveEntry(entry, encode_entry(entry)) for entry in live]))
+            await until(lambda: sender.feed.seen == 8, task)
+
+        await running(sender, body)  # ends the subscription "draining"
+        return [frame for frame in socket.frames() if isinstance(frame, ViewEntriesFrame)]
+
+    frames = asyncio.run(run())
+    assert [(frame.after, frame.through, len(frame.items)) for frame in frames] == [(0, 6, 1), (6, 8, 0)]
