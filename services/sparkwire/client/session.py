@@ -160,7 +160,7 @@ class ClientSession:
                 return Reaction(protocol_error="an unfiltered entries frame on a connection with a view")
             return self._on_entries(frame)
         if isinstance(frame, ViewEntriesFrame):
-            return self.view.on_entries(self, frame)
+            return self._on_view_entries(frame)
         if isinstance(frame, ErrorFrame):
             self.last_error = frame
         elif isinstance(frame, Ping):
@@ -242,6 +242,25 @@ class ClientSession:
                 self.state[entry.key] = StateItem(seq=entry.seq, processing_id=entry.processing_id, data=entry.data)
         if moved:
             self._mark_progress(moved)
+        return Reaction(send=self.due_acks(), applied=tuple(applied))
+
+    def _on_view_entries(self, frame: ViewEntriesFrame) -> Reaction:
+        """A filtered frame (view.py): its position is its ``through``, its gaps are by coverage."""
+        if self.welcome is None or self.welcome.view is None:
+            return Reaction(protocol_error="a filtered entries frame on a connection whose welcome names no view")
+        if self._snapshot_parts or self._snapshot_expected:
+            return Reaction(protocol_error="entries before the snapshot was complete")
+        covered = self.view.cover(frame, self._detector.last_seq, self._digest, self._start_at_first_entry)
+        self._start_at_first_entry = False
+        if covered.verdict == "gap":
+            gap = Gap(expected=self.view.coverage.covered + 1, got=frame.after + 1)
+            return Reaction(send=self._ack_if_moved(), gap=gap)
+        if covered.verdict == "duplicate":
+            return Reaction()
+        self._detector.reset(self.view.coverage.covered)
+        self._digest, self._epoch, self.view.view_id = self.view.coverage.digest, frame.epoch, self.welcome.view
+        applied = self.view.apply(covered.fresh, self.state, self._deduper.is_duplicate, self._apply)
+        self._mark_progress(len(covered.fresh))
         return Reaction(send=self.due_acks(), applied=tuple(applied))
 
     def _apply(self, entry: ReceivedEntry) -> None:

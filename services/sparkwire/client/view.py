@@ -1,30 +1,26 @@
 """The client's side of a filtered subscription (docs/protocol.md, "Filtered subscriptions"): the filter in
 the hello, the view in the cursor, and the filtered ``entries`` frames, applied by coverage.
 
-``ClientSession`` holds one ``ViewState`` and hands it the filtered frames; the unfiltered frames never
-come here. A subscription is filtered when the welcome names a view: the client asked for a ``filter``, or
-its token has a scope for the stream (then without a filter of its own). The position stays where the
-session keeps it for unfiltered frames (its seq detector's ``last_seq``, its digest and epoch): a filtered
-frame's ``through`` moves it, and ``ViewCoverage`` decides each frame against it.
+``ClientSession`` holds one ``ViewState``: for each filtered frame the state decides (``cover``) and applies
+(``apply``), the session keeps the position, the dedup and the acks; the unfiltered frames never come here.
+A subscription is filtered when the welcome names a view: the client asked for a ``filter``, or its token has
+a scope for the stream (then without a filter of its own). The position stays where the session keeps it for
+unfiltered frames (its seq detector's ``last_seq``, its digest and epoch): a filtered frame's ``through``
+moves it, and ``ViewCoverage`` decides each frame against it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
 
-from sparkwire.client.coverage import ViewCoverage
-from sparkwire.client.reaction import Reaction
+from sparkwire.client.coverage import Covered, ViewCoverage
 from sparkwire.protocol.client_frames import Hello, encode_hello
 from sparkwire.protocol.filter_form import Filter, FilterError, parse_filter
 from sparkwire.protocol.items import StateItem
 from sparkwire.protocol.limits import MAX_CLIENT_FRAME_BYTES, MAX_SEQ, PROTOCOL_VERSION
-from sparkwire.protocol.positions import Cursor, Gap
+from sparkwire.protocol.positions import Cursor
 from sparkwire.protocol.server_frames import ReceivedEntry, Welcome
 from sparkwire.protocol.view_frames import Removal, ViewEntriesFrame
-
-if TYPE_CHECKING:  # session.py imports this module
-    from sparkwire.client.session import ClientSession
 
 # The longest cursor a resume adds to the hello: an epoch of 64 characters, the largest seq, a digest, a view.
 _LONGEST_CURSOR = Cursor("e" * 64, MAX_SEQ, "0" * 16, "0" * 16)
@@ -67,36 +63,20 @@ class ViewState:
             self.view_id = welcome.view
         return None
 
-    def on_entries(self, session: ClientSession, frame: ViewEntriesFrame) -> Reaction:
-        """Apply a filtered ``entries`` frame: ``next`` applies its fresh items and moves the position to
-        ``through``; a repeat is dropped; one that starts after the position is a gap (resume from it)."""
-        welcome = session.welcome
-        if welcome is None or welcome.view is None:
-            return Reaction(protocol_error="a filtered entries frame on a connection whose welcome names no view")
-        if session._snapshot_parts or session._snapshot_expected:
-            return Reaction(protocol_error="entries before the snapshot was complete")
-        coverage = self.coverage
-        if session._start_at_first_entry:
-            # Resumed from the session's last ack, which this client never learnt: the frame says where.
-            session._start_at_first_entry = False
-            coverage.reset(frame.after, None)
+    def cover(self, frame: ViewEntriesFrame, position: int, digest: str | None, from_frame: bool) -> Covered:
+        """Decide ``frame`` against the session's position (``position``, its ``digest``) or, ``from_frame``,
+        against the frame's own ``after``: a connection resumed from the session's last ack, a seq this
+        client never learnt, starts where its first frame says."""
+        if from_frame:
+            self.coverage.reset(frame.after, None)
         else:
-            coverage.reset(session._detector.last_seq, session._digest)
-        covered = coverage.observe(frame)
-        if covered.verdict == "gap":
-            gap = Gap(expected=coverage.covered + 1, got=frame.after + 1)
-            return Reaction(send=session._ack_if_moved(), gap=gap)
-        if covered.verdict == "duplicate":
-            return Reaction()
-        session._detector.reset(coverage.covered)
-        session._digest, session._epoch, self.view_id = coverage.digest, frame.epoch, welcome.view
-        applied = self._apply(session, covered.fresh)
-        session._mark_progress(len(covered.fresh))
-        return Reaction(send=session.due_acks(), applied=tuple(applied))
+            self.coverage.reset(position, digest)
+        return self.coverage.observe(frame)
 
-    def _apply(self, session: ClientSession, items: tuple[ReceivedEntry | Removal, ...]) -> list[ReceivedEntry]:
+    def apply(self, items: tuple[ReceivedEntry | Removal, ...], state: dict[str, StateItem],
+              is_duplicate: Callable[[str], bool], apply_entry: Callable[[ReceivedEntry], None]) -> list[ReceivedEntry]:
+        """Apply a frame's fresh items to ``state``; the entries applied (rendered), in seq order."""
         applied: list[ReceivedEntry] = []
-        state = session.state
         for item in items:
             if isinstance(item, Removal):
                 # Idempotent: a removal of a key not held (filtered out, or removed already) changes nothing.
@@ -104,8 +84,8 @@ class ViewState:
                     self.removals += 1
                     if self.on_removal is not None:
                         self.on_removal(item)
-            elif not session._deduper.is_duplicate(item.processing_id):
-                session._apply(item)
+            elif not is_duplicate(item.processing_id):
+                apply_entry(item)
                 applied.append(item)
             else:  # a result seen before, in another epoch: the state follows the log, nothing is rendered twice
                 state[item.key] = StateItem(seq=item.seq, processing_id=item.processing_id, data=item.data)
