@@ -4,11 +4,15 @@ The secret is read from an environment variable (``--secret-env``) or a file (``
 a flag's value, so it stays out of shell history and process listings. Inside a gateway pod
 ``SPARKWIRE_AUTH_SECRET`` and ``SPARKWIRE_STREAMS`` are already set, so
 ``kubectl exec deploy/<release>-gateway -- sparkwire token`` is enough.
+
+``--scope`` restricts the token to some rows (docs/protocol.md, "Filtered subscriptions"): what a backend
+that knows a user's tenant mints for that user, e.g. ``--scope '{"orders": {"tenant": "acme"}}'``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -17,6 +21,8 @@ from pathlib import Path
 from sparkwire.gateway.auth.tokens import MIN_SECRET_BYTES, issue_token
 from sparkwire.gateway.settings import split_list
 from sparkwire.options import add_option, add_renamed_seconds, positive_int
+from sparkwire.protocol.filter_form import FilterError
+from sparkwire.protocol.scope import parse_scope_claim
 
 __all__ = ["add_arguments", "run"]
 
@@ -33,6 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_renamed_seconds(parser, "--ttl", "--ttl-ms")
     add_option(parser, "--subject", default="client",
                help="the token's sub claim: sessions are tied to it")
+    add_option(parser, "--scope", default="",
+               help='JSON object stream (or "*") -> filter: the rows the token may read, e.g. '
+                    '\'{"orders": {"tenant": "acme"}}\' (empty: every row of the granted streams)')
 
 
 def _error(text: str) -> int:
@@ -60,6 +69,13 @@ def run(args: argparse.Namespace) -> int:
     streams = split_list(args.streams)
     if not streams:
         return _error("--streams is empty: name the streams the token grants (comma-separated), or * for all")
+    scope = None
+    if args.scope:
+        try:
+            scope = parse_scope_claim(json.loads(args.scope))
+        except (ValueError, RecursionError) as exc:  # FilterError and JSONDecodeError are ValueErrors
+            kind = "filter" if isinstance(exc, FilterError) else "JSON"
+            return _error(f"--scope is not a valid scope ({kind}): {exc}")
     ttl_s = -(-args.ttl_ms // 1000)  # whole seconds, rounded up
-    print(issue_token(secret, streams, ttl_s, subject=args.subject, now=int(time.time())))
+    print(issue_token(secret, streams, ttl_s, subject=args.subject, now=int(time.time()), scope=scope))
     return 0

@@ -44,3 +44,26 @@ def test_refuses_without_a_usable_secret(secret: str | None, message: str, monke
         monkeypatch.setenv("SPARKWIRE_AUTH_SECRET", secret)
     code, out, err = run([], capsys)
     assert code == 2 and out == "" and message in err
+
+
+def test_scope_restricts_the_token_to_a_tenants_rows(monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("SPARKWIRE_AUTH_SECRET", SECRET)
+    code, out, _ = run(["--streams", "orders", "--scope", '{"orders": {"tenant": "acme"}}'], capsys)
+    assert code == 0
+    grant = check_token(out.strip(), SECRET, "orders")
+    assert grant.scope is not None
+    assert jwt.decode(out.strip(), SECRET, algorithms=["HS256"])["scope"] == {"orders": {"tenant": {"eq": "acme"}}}
+
+
+@pytest.mark.parametrize(("scope", "message"), [
+    ("{not json", "--scope is not a valid scope (JSON)"),
+    ('{"orders": {"tenant": {"gt": "acme"}}}', "--scope is not a valid scope (filter): scope.orders.tenant.gt"),
+    ('["orders"]', "scope must be an object"),
+])
+def test_a_bad_scope_is_refused_with_its_reason(scope: str, message: str, monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("SPARKWIRE_AUTH_SECRET", SECRET)
+    code, out, err = run(["--streams", "orders", "--scope", scope], capsys)
+    assert code == 2 and out == ""
+    assert message in err
