@@ -4,10 +4,12 @@ settings every connection gets from them."""
 from __future__ import annotations
 
 import argparse
+import os
 import socket
 from dataclasses import dataclass
 
-from sparkwire.gateway.auth.tokens import MIN_SECRET_BYTES
+from sparkwire.gateway.auth.keys import HmacKey, JwksKeys, KeyFileKeys, KeySource
+from sparkwire.gateway.auth.tokens import MIN_SECRET_BYTES, SCOPE_CLAIM, STREAMS_CLAIM, Auth, Verifier
 from sparkwire.options import (
     add_flag,
     add_option,
@@ -40,7 +42,8 @@ class ConnectionSettings:
     max_client_frame_bytes: int
     max_server_frame_bytes: int
     page_size: int
-    auth_secret: str
+    # The shared secret (HS256, default claims), a Verifier (keys from an IdP, issuer/audience/claims), or "".
+    auth_secret: Auth
     ping_interval_s: float = PING_INTERVAL_S
     pong_timeout_s: float = PONG_TIMEOUT_S
     acks_per_second: int = DEFAULT_ACKS_PER_SECOND
@@ -78,6 +81,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_secret(parser, "--auth-secret",
                help=f"HMAC secret of client tokens (JWT HS256, at least {MIN_SECRET_BYTES} bytes; required unless "
                     "--insecure-no-auth)")
+    add_option(parser, "--auth-jwks-url", default="",
+               help="verify client tokens (RS256/ES256) with the identity provider's keys at this JWKS URL "
+                    "(instead of --auth-secret; requires --auth-issuer and --auth-audience)")
+    add_option(parser, "--auth-public-key-file", default="",
+               help="verify client tokens (RS256/ES256) with the PEM public key or JWKS JSON in this file, read "
+                    "again when it changes (instead of --auth-secret; requires --auth-issuer and --auth-audience)")
+    add_option(parser, "--auth-issuer", default="",
+               help="the iss claim every token must carry (required with a JWKS URL or key file)")
+    add_option(parser, "--auth-audience", default="",
+               help="an aud value every token must carry (required with a JWKS URL or key file)")
+    add_option(parser, "--auth-streams-claim", default=STREAMS_CLAIM,
+               help="the claim listing the streams a token grants (e.g. https://example.com/streams)")
+    add_option(parser, "--auth-scope-claim", default=SCOPE_CLAIM,
+               help="the claim holding a token's scope (stream -> filter)")
     add_flag(parser, "--insecure-no-auth", default=False,
              help="serve without authentication: anyone who reaches the pod reads every stream")
     add_option(parser, "--ring-size", type=positive_int, default=10_000,
@@ -129,7 +146,7 @@ def connection_settings(args: argparse.Namespace) -> ConnectionSettings:
         max_client_frame_bytes=args.max_frame_bytes,
         max_server_frame_bytes=MAX_SERVER_FRAME_BYTES,
         page_size=args.page_size,
-        auth_secret=args.auth_secret,
+        auth_secret=token_auth(args),
         ping_interval_s=args.ping_interval_ms / 1000,
         pong_timeout_s=args.pong_timeout_ms / 1000,
         acks_per_second=args.acks_per_second,
@@ -144,8 +161,26 @@ def auth_problem(args: argparse.Namespace) -> str | None:
     """Why these options must not start a gateway, or None (``args.auth_secret`` resolved: :func:`resolve_auth`).
 
     Without a secret the gateway would serve every stream to anyone, so that takes an explicit
-    ``--insecure-no-auth`` rather than a forgotten variable; both together are a mistake either way.
+    ``--insecure-no-auth`` rather than a forgotten variable; both together are a mistake either way. Exactly
+    one of the secret, ``--auth-jwks-url`` and ``--auth-public-key-file``; the last two with an issuer and an
+    audience (an identity provider signs tokens for other applications too).
     """
+    sources = [name for name, value in (("a token secret (SPARKWIRE_AUTH_SECRET or --auth-secret-file)",
+                                           args.auth_secret),
+                                          ("--auth-jwks-url", args.auth_jwks_url),
+                                          ("--auth-public-key-file", args.auth_public_key_file)) if value]
+    if len(sources) > 1:
+        return f"{' and '.join(sources)} are alternatives: configure exactly one way of verifying tokens"
+    public_key = bool(args.auth_jwks_url or args.auth_public_key_file)
+    if public_key and args.insecure_no_auth:
+        return f"{sources[0]} and --insecure-no-auth contradict each other: drop one"
+    if public_key and not (args.auth_issuer and args.auth_audience):
+        return (f"{sources[0]} requires --auth-issuer and --auth-audience (SPARKWIRE_AUTH_ISSUER, "
+                "SPARKWIRE_AUTH_AUDIENCE): an identity provider signs tokens for other applications too")
+    if args.auth_public_key_file and not os.access(args.auth_public_key_file, os.R_OK):
+        return f"the key file {args.auth_public_key_file} (--auth-public-key-file) cannot be read"
+    if public_key:
+        return None
     if args.insecure_no_auth and args.auth_secret:
         return ("a token secret (SPARKWIRE_AUTH_SECRET or --auth-secret-file) and --insecure-no-auth contradict "
                 "each other: drop --insecure-no-auth (SPARKWIRE_INSECURE_NO_AUTH) to require tokens, or unset the "
@@ -154,8 +189,9 @@ def auth_problem(args: argparse.Namespace) -> str | None:
         return None
     if not args.auth_secret:
         return ("no token secret: the gateway requires signed client tokens; set SPARKWIRE_AUTH_SECRET or pass "
-                "--auth-secret-file PATH (a secret of at least "
-                f"{MIN_SECRET_BYTES} bytes), or pass --insecure-no-auth to serve every stream without authentication")
+                f"--auth-secret-file PATH (a secret of at least {MIN_SECRET_BYTES} bytes), or verify your identity "
+                "provider's tokens with --auth-jwks-url or --auth-public-key-file (with --auth-issuer and "
+                "--auth-audience), or pass --insecure-no-auth to serve every stream without authentication")
     if len(args.auth_secret.encode()) < MIN_SECRET_BYTES:
         # HS256 with a short key: one captured token lets an attacker brute-force the key offline.
         return (f"the token secret (SPARKWIRE_AUTH_SECRET or --auth-secret-file) is shorter than {MIN_SECRET_BYTES} "
@@ -166,3 +202,22 @@ def auth_problem(args: argparse.Namespace) -> str | None:
 def resolve_auth(args: argparse.Namespace) -> None:
     """``args.auth_secret`` from SPARKWIRE_AUTH_SECRET or ``--auth-secret-file`` (exits naming the fix)."""
     args.auth_secret = read_secret(args, "--auth-secret")
+
+
+def token_auth(args: argparse.Namespace) -> Auth:
+    """What the gateway checks tokens with (options checked by :func:`auth_problem`): "" for none, the secret
+    alone as before, else a Verifier (a key file that cannot be read exits naming it)."""
+    keys: KeySource
+    if args.auth_jwks_url:
+        keys = JwksKeys(args.auth_jwks_url)
+    elif args.auth_public_key_file:
+        keys = KeyFileKeys(args.auth_public_key_file)
+    elif not args.auth_secret:
+        return ""
+    elif not (args.auth_issuer or args.auth_audience or args.auth_streams_claim != STREAMS_CLAIM
+              or args.auth_scope_claim != SCOPE_CLAIM):
+        return str(args.auth_secret)
+    else:
+        keys = HmacKey(args.auth_secret)
+    return Verifier(keys, issuer=args.auth_issuer, audience=args.auth_audience,
+                    streams_claim=args.auth_streams_claim, scope_claim=args.auth_scope_claim)

@@ -14,7 +14,7 @@ import uuid
 from dataclasses import dataclass
 
 from sparkwire.gateway import metrics
-from sparkwire.gateway.auth.tokens import Grant, check_token
+from sparkwire.gateway.auth.tokens import Grant, verify_token
 from sparkwire.gateway.connection.ending import Close
 from sparkwire.gateway.fanout.hub import StreamHub
 from sparkwire.gateway.recovery.continuity import verify_resume
@@ -67,7 +67,7 @@ async def admit(socket: FrameSocket, stream: str, sessions: SessionStore,
     """The hello, its token checked for ``stream``, and the session: raises ``Close``, ``ProtocolError`` or
     ``AuthError`` for a client that may not go on."""
     hello = await _receive_hello(socket, settings)
-    grant = check_token(hello.token, settings.auth_secret, stream) if settings.auth_secret else None
+    grant = await verify_token(hello.token, settings.auth_secret, stream) if settings.auth_secret else None
     subject = grant.subject if grant else ""
     try:
         view = make_view(grant.scope if grant else None, hello.filter)

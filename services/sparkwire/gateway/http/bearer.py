@@ -9,20 +9,20 @@ from typing import TypeVar
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from sparkwire.gateway.auth.tokens import AuthError, check_token
+from sparkwire.gateway.auth.tokens import Auth, AuthError, verify_token
 from sparkwire.protocol.close_codes import CloseCode
 
 T = TypeVar("T")
 
 
-def denial(request: Request, secret: str, stream: str) -> Response | None:
+async def denial(request: Request, secret: Auth, stream: str) -> Response | None:
     """None when auth is off or ``Authorization: Bearer <token>`` grants ``stream``; otherwise the answer:
     401 without a valid token (expired included), 403 for a token that does not grant the stream."""
     if not secret:
         return None
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
     try:
-        check_token(token if scheme.lower() == "bearer" else None, secret, stream)
+        await verify_token(token if scheme.lower() == "bearer" else None, secret, stream)
     except AuthError as error:
         if error.code == CloseCode.FORBIDDEN_STREAM:
             return JSONResponse({"error": error.reason}, status_code=403)
@@ -30,11 +30,11 @@ def denial(request: Request, secret: str, stream: str) -> Response | None:
     return None
 
 
-def requested(request: Request, secret: str, served: Mapping[str, T]) -> T | Response:
+async def requested(request: Request, secret: Auth, served: Mapping[str, T]) -> T | Response:
     """What ``served`` holds for the stream the read names (``?stream=``), or the answer refusing it: 401/403
     by the bearer rule, 404 for a stream this gateway does not serve."""
     stream = request.query_params.get("stream", "")
-    denied = denial(request, secret, stream)
+    denied = await denial(request, secret, stream)
     if denied is not None:
         return denied
     found = served.get(stream)

@@ -16,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from sparkwire.gateway import metrics
+from sparkwire.gateway.auth.tokens import Auth
 from sparkwire.gateway.fanout.hub import StreamHub
 from sparkwire.gateway.http import bearer
 from sparkwire.gateway.http.view_param import compiled, requested_view
@@ -74,9 +75,9 @@ async def view_history(hub: StreamHub, history: History, last: int, view: View) 
     return encode_history(filtered, last, f'{digest}"view":"{view.id}",')
 
 
-def history_endpoint(hubs: Mapping[str, StreamHub], auth_secret: str) -> Callable[[Request], Awaitable[Response]]:
+def history_endpoint(hubs: Mapping[str, StreamHub], auth_secret: Auth) -> Callable[[Request], Awaitable[Response]]:
     async def history(request: Request) -> Response:
-        hub = bearer.requested(request, auth_secret, hubs)
+        hub = await bearer.requested(request, auth_secret, hubs)
         if isinstance(hub, Response):
             return hub
         try:

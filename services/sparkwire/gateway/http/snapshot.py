@@ -10,6 +10,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from sparkwire.gateway import metrics
+from sparkwire.gateway.auth.tokens import Auth
 from sparkwire.gateway.fanout.hub import StreamHub
 from sparkwire.gateway.http import bearer
 from sparkwire.gateway.http.view_param import compiled, requested_view
@@ -17,9 +18,9 @@ from sparkwire.protocol.view_feed import filter_items
 from sparkwire.replaylog.port import UNAVAILABLE
 
 
-def snapshot_endpoint(hubs: Mapping[str, StreamHub], auth_secret: str) -> Callable[[Request], Awaitable[Response]]:
+def snapshot_endpoint(hubs: Mapping[str, StreamHub], auth_secret: Auth) -> Callable[[Request], Awaitable[Response]]:
     async def snapshot(request: Request) -> Response:
-        hub = bearer.requested(request, auth_secret, hubs)
+        hub = await bearer.requested(request, auth_secret, hubs)
         if isinstance(hub, Response):
             return hub
         view = requested_view(request, auth_secret, hub.stream)

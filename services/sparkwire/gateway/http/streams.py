@@ -9,6 +9,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from sparkwire.gateway import metrics
+from sparkwire.gateway.auth.tokens import Auth
 from sparkwire.gateway.fanout.hub import StreamHub
 from sparkwire.gateway.http import bearer
 from sparkwire.replaylog.port import UNAVAILABLE
@@ -16,18 +17,18 @@ from sparkwire.replaylog.port import UNAVAILABLE
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 
-def streams_endpoint(hubs: Mapping[str, StreamHub], auth_secret: str) -> Endpoint:
+def streams_endpoint(hubs: Mapping[str, StreamHub], auth_secret: Auth) -> Endpoint:
     async def streams(request: Request) -> Response:
         """The served streams; with auth on, those the bearer token grants (none without a token)."""
-        names = [name for name in sorted(hubs) if bearer.denial(request, auth_secret, name) is None]
+        names = [name for name in sorted(hubs) if await bearer.denial(request, auth_secret, name) is None]
         return JSONResponse({"streams": names})
 
     return streams
 
 
-def descriptor_endpoint(hubs: Mapping[str, StreamHub], auth_secret: str) -> Endpoint:
+def descriptor_endpoint(hubs: Mapping[str, StreamHub], auth_secret: Auth) -> Endpoint:
     async def descriptor(request: Request) -> Response:
-        hub = bearer.requested(request, auth_secret, hubs)
+        hub = await bearer.requested(request, auth_secret, hubs)
         if isinstance(hub, Response):
             return hub
         try:

@@ -8,16 +8,16 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from sparkwire.gateway.auth.tokens import AuthError, check_token
+from sparkwire.gateway.auth.tokens import Auth, AuthError, check_token
 from sparkwire.gateway.fanout.hub import StreamHub
 from sparkwire.protocol.filter_form import FilterError, parse_filter_json
 from sparkwire.protocol.scope import ScopeViolation, View, make_view
 from sparkwire.protocol.view_feed import CompiledView
 
 
-def requested_view(request: Request, secret: str, stream: str) -> View | Response | None:
+def requested_view(request: Request, secret: Auth, stream: str) -> View | Response | None:
     """The read's view (None: unfiltered), or the answer refusing it. The token was checked already
-    (``bearer.requested``): here it is read again for its scope."""
+    (``bearer.requested``, which had its key fetched): here it is read again for its scope."""
     raw = request.query_params.get("filter")
     try:
         own = None if raw is None else parse_filter_json(raw)
