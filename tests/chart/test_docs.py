@@ -89,10 +89,12 @@ def test_notes_render(values: Path | None) -> None:
     assert "stream \"metrics\"" in notes
     auth_on = values is None or values.stem != "no-auth-values"
     assert ("authentication is OFF" in notes) != auth_on
-    assert ("sparkwire token --streams metrics --ttl-ms 3600000" in notes) == auth_on
+    idp = values is not None and values.stem == "jwks-values"  # tokens from an identity provider: none minted
+    assert ("sparkwire token --streams metrics --ttl-ms 3600000" in notes) == (auth_on and not idp)
     secret = "sparkwire-jwt" if values is not None and values.stem == "existing-secrets-values" else \
         f"{RELEASE}-sparkwire-gateway-auth"
-    assert (f"get secret {secret} -o jsonpath=" in notes) == auth_on
+    assert (f"get secret {secret} -o jsonpath=" in notes) == (auth_on and not idp)
+    assert ("a token from your identity provider" in notes) == idp
     if values is not None and values.stem == "auth-ingress-values":
         assert "wss://ws.example.com/ws?stream=metrics" in notes
     elif values is not None and values.stem == "http-route-values":

@@ -40,6 +40,11 @@ NOT_SET = {
     "gateway": {
         "--host": "0.0.0.0: the pod listens on all its interfaces",
         "--auth-secret-file": "the chart gives the secret in SPARKWIRE_AUTH_SECRET, from its Secret (secretKeyRef)",
+        "--auth-jwks-url": "only with gateway.auth.jwks.url, instead of the secret (tests/chart/test_auth_idp.py)",
+        "--auth-public-key-file": "only with gateway.auth.publicKey.existingSecret, instead of the secret "
+                                  "(tests/chart/test_auth_idp.py)",
+        "--auth-issuer": "only when gateway.auth.issuer is set (required with an identity provider's keys)",
+        "--auth-audience": "only when gateway.auth.audience is set (required with an identity provider's keys)",
         "--redis-timeout-ms": "the default (10 s) bounds a silent Redis link for every install: it only has to "
                               "stay above the readers' 1 s blocking read and a snapshot read",
     },

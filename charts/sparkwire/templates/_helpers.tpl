@@ -408,6 +408,18 @@ Redis ports. */}}
 
 {{/* Gateway auth ---------------------------------------------------------------------------------- */}}
 
+{{/* Tokens verified with an identity provider's keys (`auth.jwks.url` or `auth.publicKey.existingSecret`)
+rather than a shared secret: "true" or empty. */}}
+{{- define "sparkwire.gateway.authIdp" -}}
+{{- $a := .Values.gateway.auth -}}
+{{- if and $a.enabled (or $a.jwks.url $a.publicKey.existingSecret) }}true{{ end -}}
+{{- end -}}
+
+{{/* Tokens verified with a shared secret (the chart's or `auth.existingSecret`): "true" or empty. */}}
+{{- define "sparkwire.gateway.authHmac" -}}
+{{- if and .Values.gateway.auth.enabled (not (include "sparkwire.gateway.authIdp" .)) }}true{{ end -}}
+{{- end -}}
+
 {{/* The Secret the gateways read the token secret from: `auth.existingSecret`, or the chart's. */}}
 {{- define "sparkwire.gateway.authSecretName" -}}
 {{- .Values.gateway.auth.existingSecret | default (printf "%s-auth" (include "sparkwire.gateway.fullname" .)) -}}
