@@ -8,7 +8,7 @@ export interface UseSparkwireOptions<T = unknown> extends SparkwireClientOptions
 
 /**
  * Follows a stream while the component is mounted and `options` is not null; re-renders with the client's
- * view. A change of stream, url, sseUrl, transports or token makes another client; the latest callbacks
+ * view. A change of stream, url, sseUrl, transports, token or filter makes another client; the latest callbacks
  * are called.
  */
 export declare function useSparkwire<T = unknown>(options: UseSparkwireOptions<T> | null | undefined): ClientView<T>;

@@ -10,8 +10,8 @@
  *
  * The client is made in an effect (so StrictMode's double mount makes and stops one, then makes another) and
  * stopped when the component unmounts or `options` is null. A change of stream, url, sseUrl, transports or
- * token stops it and makes another (which resumes from what it saved, as a reloaded page does); the other
- * options are read when it is made, except the callbacks, where the latest render's are called. `after`:
+ * token (or filter) stops it and makes another (which resumes from what it saved, as a reloaded page does); the other
+ * options are read when it is made, except the callbacks, where the latest render's are called (onRemoval too). `after`:
  * a position to start after (client.startAfter) instead of start(). Returns the store's view
  * {client, state, cursor, status, terminal}: a re-render per change, at most one per frame of entries.
  */
@@ -23,8 +23,8 @@ const IDLE_VIEW = Object.freeze({ client: null, state: new Map(), cursor: null, 
 const IDLE = { subscribe: () => () => {}, getSnapshot: () => IDLE_VIEW };
 
 /** The options whose change makes another client. */
-function identity({ stream, url = null, sseUrl = null, transports = null, token = null }) {
-  return JSON.stringify([stream, url, sseUrl, transports, token]);
+function identity({ stream, url = null, sseUrl = null, transports = null, token = null, filter = null }) {
+  return JSON.stringify([stream, url, sseUrl, transports, token, filter]);
 }
 
 export function useSparkwire(options) {
@@ -34,11 +34,12 @@ export function useSparkwire(options) {
   const [store, setStore] = useState(null);
   useEffect(() => {
     if (key === null) return undefined;
-    const { after, onEntry, onSnapshot, onStatus, refreshToken, ...rest } = latest.current;
+    const { after, onEntry, onSnapshot, onStatus, onRemoval, refreshToken, ...rest } = latest.current;
     const client = new SparkwireClient({ ...rest,
       ...(onEntry && { onEntry: (entry) => latest.current?.onEntry?.(entry) }),
       ...(onSnapshot && { onSnapshot: (state, info) => latest.current?.onSnapshot?.(state, info) }),
       ...(onStatus && { onStatus: (status) => latest.current?.onStatus?.(status) }),
+      ...(onRemoval && { onRemoval: (removal) => latest.current?.onRemoval?.(removal) }),
       ...(refreshToken && { refreshToken: () => (latest.current?.refreshToken ?? refreshToken)() }) });
     const made = createClientStore(client);
     setStore(made);

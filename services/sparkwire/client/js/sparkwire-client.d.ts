@@ -36,7 +36,42 @@ export interface Cursor {
   epoch: string;
   seq: number;
   digest?: string;
+  /** A filtered subscription's view (the welcome's) the position was covered under; absent when unfiltered. */
+  view?: string;
 }
+
+/** A value a filter compares with: never null (use `isNull`). */
+export type FilterScalar = string | number | boolean;
+
+/** A field's condition as operators, ANDed (docs/protocol.md, "The filter form"). */
+export interface FilterOperators {
+  eq?: FilterScalar;
+  in?: FilterScalar[];
+  lt?: number;
+  le?: number;
+  gt?: number;
+  ge?: number;
+  isNull?: boolean;
+}
+
+/** A scalar (equality) or operators. */
+export type FilterCondition = FilterScalar | FilterOperators;
+
+/** Field (a top-level field of the result, or "$key") -> condition; all ANDed; `{}` admits every result. */
+export type Filter = Record<string, FilterCondition>;
+
+/** A key whose newest revision stopped matching the filter (update mode): dropped from the state, once. */
+export interface Removal {
+  seq: number;
+  key: string;
+  removed: true;
+}
+
+/** A filter the client refuses before any connection (the server would close with 4422). */
+export declare class FilterError extends Error {}
+
+/** `filter` checked against the filter form enough to fail early (FilterError naming the part); a copy. */
+export declare function checkFilter(filter: unknown): Filter;
 
 export interface Welcome {
   type: "welcome";
@@ -47,12 +82,16 @@ export interface Welcome {
   reset: string | null;
   ackEvery: number;
   ackIntervalMs: number;
+  /** A filtered subscription's view id (16 hex digits); absent when unfiltered. */
+  view?: string;
 }
 
 export type ServerFrame =
   | Welcome
   | { type: "snapshot"; epoch: string; seq: number; items: Map<string, StateItem>; more: boolean; digest?: string }
   | { type: "entries"; epoch: string; entries: Entry[] }
+  /** A filtered `entries` frame (one with `after`): every item of the view in (after, through]; none: a position. */
+  | { type: "viewEntries"; epoch: string; after: number; through: number; digest: string; items: (Entry | Removal)[] }
   | { type: "error"; code: number; name: string; reason: string }
   | { type: "ping" | "pong"; t: number }
   | { type: "unknown"; name: string };
@@ -119,6 +158,11 @@ export interface SparkwireClientOptions<T = unknown> {
   onEntry?: (entry: Entry<T>) => void;
   onSnapshot?: (state: Map<string, StateItem<T>>, info: SnapshotInfo) => void;
   onStatus?: (status: Status) => void;
+  /** A key that stopped matching `filter` was dropped from the state (once; update mode). */
+  onRemoval?: (removal: Removal) => void;
+  /** Only the results matching this filter (docs/protocol.md, "Filtered subscriptions"); checked at once
+   *  (FilterError); the server's 4422 (invalid_filter) / 4423 (outside_scope) stop the client with its reason. */
+  filter?: Filter | null;
   initialDelayMs?: number;
   maxDelayMs?: number;
   dedupCapacity?: number;
@@ -173,6 +217,8 @@ export interface ClientStats {
   sessionId: string;
   /** The transport in use (or the next connection's). */
   transport: Transport;
+  /** Keys a removal took out of the state. */
+  removals: number;
 }
 
 /** A position read elsewhere (GET /history) to start after. */
@@ -182,6 +228,8 @@ export interface Position<T = unknown> {
   items?: Record<string, StateItem<T>>;
   /** The digest of the entry at `seq` (GET /history's last entry's), so the resume proves continuity. */
   digest?: string;
+  /** GET /history's `view` when it was read with the client's filter (or a scoped token). */
+  view?: string;
 }
 
 /** What `on` and `off` take: each event's listener, called as the constructor's callback of that event. */
@@ -189,6 +237,7 @@ export interface ClientEvents<T = unknown> {
   entry: (entry: Entry<T>) => void;
   snapshot: (state: Map<string, StateItem<T>>, info: SnapshotInfo) => void;
   status: (status: Status) => void;
+  removal: (removal: Removal) => void;
 }
 
 /** Every entry of one stream applied once, in seq order, across dropped connections and reconnects. */
@@ -199,6 +248,10 @@ export declare class SparkwireClient<T = unknown> {
   /** key -> latest item. */
   state: Map<string, StateItem<T>>;
   terminal: Terminal | null;
+  /** The subscription's filter (a checked copy of the option); null: every result. */
+  readonly filter: Filter | null;
+  /** The view the cursor's position was covered under; null: unfiltered. */
+  readonly view: string | null;
   get cursor(): Cursor | null;
   get welcome(): Welcome | null;
   get duplicates(): number;

@@ -27,7 +27,11 @@
  * `transports` (default ["websocket", "sse"]: when no WebSocket of the client has ever opened — a proxy
  * that blocks them — it falls back to Server-Sent Events, the same protocol over `POST /sse`, until the
  * next start(); `stats().transport` says which is in use), `sseUrl`
- * (default `sse` beside `url`), `fetch` (for SSE; default the global one).
+ * (default `sse` beside `url`), `fetch` (for SSE; default the global one), `filter` (only some results:
+ * field -> condition, docs/protocol.md "The filter form", e.g. {tenant: "acme", count: {ge: 10}}; checked
+ * here enough to throw a FilterError for a malformed one, the server's 4422 being the authority; the
+ * welcome then names a `view`, kept in the cursor, and entries come in filtered frames applied by coverage;
+ * `onRemoval` / the "removal" event: a key that stopped matching, dropped from the state once).
  * Read `client.state` (Map key -> {seq, processingId, data}), `client.cursor` ({epoch, seq} applied),
  * `client.welcome` (the open connection's welcome frame, e.g. its headSeq) and
  * `client.stats()` (connects, duplicates, gaps — also sent in acks —, snapshot resets by reason, closes
@@ -43,7 +47,8 @@
 
 /** @typedef {{seq: number, processingId: string, key: string, data: unknown, commitMs: number, digest?: string}} Entry */
 /** @typedef {{seq: number, processingId: string, data: unknown}} StateItem */
-/** @typedef {{epoch: string, seq: number, digest?: string}} Cursor */
+/** @typedef {{epoch: string, seq: number, digest?: string, view?: string}} Cursor */
+/** @typedef {{seq: number, key: string, removed: true}} Removal */
 /** @typedef {{state: "connecting"|"open"|"waiting"|"stopped"|"failed", code?: number, reason?: string,
  *   delayMs?: number, attempt?: number, recovered?: boolean, reset?: string|null}} Status */
 
@@ -108,6 +113,135 @@ function stateItem(raw, where) {
            data: field(raw, where, "data", "any") };
 }
 
+function entryOf(raw) {
+  const entry = { ...stateItem(raw, "entries[]"), key: field(raw, "entries[]", "key", "string"),
+    commitMs: field(raw, "entries[]", "commitMs", "count") };
+  const digest = optionalDigest(raw, "entries[]");
+  return digest === undefined ? entry : { ...entry, digest };
+}
+
+/**
+ * A filtered `entries` frame (docs/protocol.md, "Positions: what a filtered entries frame covers"), parsed as
+ * {type: "viewEntries", epoch, after, through, digest, items}: `items` (entries and removals {seq, key, removed:
+ * true}) are every entry of the log in (after, through] that the view delivers, in seq order; none: a position
+ * frame. Its promises are checked: after < through, items in increasing seq order within, a digest.
+ */
+function viewEntries(doc) {
+  const f = (name, kind) => field(doc, "entries", name, kind);
+  const [epoch, after, through] = [f("epoch", "string"), f("after", "count"), f("through", "count")];
+  if (after >= through) bad(`entries covers (${after}, ${through}]: after must be below through`);
+  const digest = f("digest", "string");
+  if (!DIGEST.test(digest)) bad("entries.digest must be 16 lowercase hex digits");
+  let last = after;
+  const items = f("entries", "list").map((raw) => {
+    let item;
+    if (isObject(raw) && Object.hasOwn(raw, "removed")) {
+      if (raw.removed !== true) bad("entries[].removed must be true when present");
+      item = { seq: field(raw, "entries[]", "seq", "count"), key: field(raw, "entries[]", "key", "string"),
+        removed: true };
+    } else {
+      item = entryOf(raw);
+    }
+    if (!(last < item.seq && item.seq <= through)) {
+      bad(`entries item seq ${item.seq} is not in increasing order within (${after}, ${through}]`);
+    }
+    last = item.seq;
+    return item;
+  });
+  return { type: "viewEntries", epoch, after, through, digest, items };
+}
+
+/** A filter the client itself refuses (malformed), before any connection: the server would close with 4422. */
+export class FilterError extends Error {}
+
+const OPERATORS = new Set(["eq", "in", "lt", "le", "gt", "ge", "isNull"]);
+const MAX_FILTER_NAMES = 16;
+const MAX_FILTER_VALUES = 256;
+const MAX_FILTER_TEXT = 256;
+const MAX_CLIENT_FRAME_BYTES = 8192;
+const describe = (v) => (v === null ? "null" : Array.isArray(v) ? "list" : typeof v);
+
+/**
+ * `filter` checked against docs/protocol.md's filter form, enough to fail early and clearly: an object of at
+ * most 16 field names (1-256 characters, none starting with "$" but "$key"), each a scalar (equality) or an
+ * object of operators eq, in (a non-empty list of scalars), lt/le/gt/ge (a finite number), isNull (a boolean);
+ * scalars are strings (up to 256 characters), finite numbers or booleans, never null; at most 256 values.
+ * Throws a FilterError naming the part (`filter.count.gt must be a number, got string`). Whatever passes here
+ * the server may still refuse (a condition that admits nothing, a number out of range): 4422 with its reason.
+ * Returns a copy, which later changes of `filter` do not reach.
+ */
+export function checkFilter(filter) {
+  const fail = (message) => { throw new FilterError(message); };
+  if (!isObject(filter)) fail(`filter must be an object of field -> condition, got ${describe(filter)}`);
+  const names = Object.keys(filter);
+  if (names.length > MAX_FILTER_NAMES) fail(`filter has ${names.length} fields, over the limit of ${MAX_FILTER_NAMES}`);
+  let values = 0;
+  const scalar = (v, where) => {
+    if (v === null) fail(`${where} must not be null (use isNull)`);
+    if (typeof v === "string") {
+      if (v.length > MAX_FILTER_TEXT) fail(`${where} is over ${MAX_FILTER_TEXT} characters`);
+    } else if (typeof v === "number") {
+      if (!Number.isFinite(v)) fail(`${where} must be a finite number`);
+    } else if (typeof v !== "boolean") {
+      fail(`${where} must be a string, a number or a boolean, got ${describe(v)}`);
+    }
+    values += 1;
+    return v;
+  };
+  for (const name of names) {
+    const where = `filter.${name}`;
+    if (!name.length || name.length > MAX_FILTER_TEXT) fail(`filter field names must be 1-${MAX_FILTER_TEXT} characters`);
+    if (name.startsWith("$") && name !== "$key") fail(`${where}: a name starting with "$" must be "$key"`);
+    const condition = filter[name];
+    if (Array.isArray(condition)) fail(`${where} must be a value or an object of operators, got a list (use "in")`);
+    const ops = isObject(condition) ? condition : { eq: condition };
+    const keys = Object.keys(ops);
+    if (!keys.length) fail(`${where} names no operator (eq, in, lt, le, gt, ge, isNull)`);
+    for (const op of keys) {
+      const operand = ops[op];
+      const at = isObject(condition) ? `${where}.${op}` : where;
+      if (!OPERATORS.has(op)) fail(`${at}: unknown operator (eq, in, lt, le, gt, ge, isNull)`);
+      if (operand === null) fail(`${at} must not be null${op === "isNull" ? "" : " (use isNull)"}`);
+      if (op === "in") {
+        if (!Array.isArray(operand) || !operand.length) fail(`${at} must be a non-empty list, got ${describe(operand)}`);
+        operand.forEach((v, i) => scalar(v, `${at}[${i}]`));
+      } else if (op === "eq") {
+        scalar(operand, at);
+      } else if (op === "isNull") {
+        if (typeof operand !== "boolean") fail(`${at} must be a boolean, got ${describe(operand)}`);
+      } else if (typeof operand !== "number" || !Number.isFinite(operand)) {
+        fail(`${at} must be a finite number, got ${describe(operand)}`);
+      }
+      if (name === "$key" && !(op === "eq" || op === "in")) fail(`${at}: $key takes eq and in only`);
+      if (name === "$key" && [operand].flat().some((v) => typeof v !== "string")) fail(`${at}: $key values must be strings`);
+    }
+  }
+  if (values > MAX_FILTER_VALUES) fail(`filter has ${values} values (eq and in), over the limit of ${MAX_FILTER_VALUES}`);
+  return JSON.parse(JSON.stringify(filter));
+}
+
+/** Refuses a filter whose hello (with `token` and the longest cursor) could exceed the server's 8 KiB limit
+ * for a client frame, which it would close with 1009. */
+function checkHelloSize(filter, token) {
+  const cursor = { epoch: "e".repeat(64), seq: 0, digest: "0".repeat(16), view: "0".repeat(16) };
+  const hello = JSON.stringify({ type: "hello", v: PROTOCOL_VERSION, session: "s".repeat(128), cursor, token, filter })
+    .replace('"seq":0', '"seq":18446744073709551615');
+  const bytes = new TextEncoder().encode(hello).length;
+  if (bytes > MAX_CLIENT_FRAME_BYTES) {
+    throw new FilterError(`filter: a hello with this filter (and token) takes up to ${bytes} bytes, over the `
+      + `${MAX_CLIENT_FRAME_BYTES}-byte limit of a client frame`);
+  }
+}
+
+/** `value` as JSON with object keys sorted, so that equal filters name the same saved position. */
+function sortedJson(value) {
+  if (Array.isArray(value)) return `[${value.map(sortedJson).join(",")}]`;
+  if (isObject(value)) {
+    return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${sortedJson(value[k])}`).join(",")}}`;
+  }
+  return JSON.stringify(value);
+}
+
 /** One server frame, checked enough that a malformed one cannot corrupt the client's state. */
 export function parseFrame(text) {
   if (typeof text !== "string") bad("the server sent a binary frame; frames are JSON text");
@@ -122,7 +256,9 @@ export function parseFrame(text) {
         headSeq: f("headSeq", "count"), recovered: f("recovered", "bool"), reset: f("reset", "stringOrNull"),
         ackEvery: f("ackEvery", "count"), ackIntervalMs: f("ackIntervalMs", "count") };
       if (welcome.ackEvery < 1) bad("welcome.ackEvery must be at least 1");
-      return welcome;
+      if (doc.view === undefined || doc.view === null) return welcome;  // unfiltered
+      if (typeof doc.view !== "string" || !DIGEST.test(doc.view)) bad("welcome.view must be 16 lowercase hex digits");
+      return { ...welcome, view: doc.view };
     }
     case "snapshot": {
       const items = new Map();
@@ -132,12 +268,8 @@ export function parseFrame(text) {
       return digest === undefined ? snapshot : { ...snapshot, digest };
     }
     case "entries": {
-      const entries = f("entries", "list").map((raw) => {
-        const entry = { ...stateItem(raw, "entries[]"), key: field(raw, "entries[]", "key", "string"),
-          commitMs: field(raw, "entries[]", "commitMs", "count") };
-        const digest = optionalDigest(raw, "entries[]");
-        return digest === undefined ? entry : { ...entry, digest };
-      });
+      if (Object.hasOwn(doc, "after")) return viewEntries(doc);  // a filtered subscription's frame
+      const entries = f("entries", "list").map(entryOf);
       return { type, epoch: f("epoch", "string"), entries };
     }
     case "error": return { type, code: f("code", "count"), name: f("name", "string"), reason: f("reason", "string") };
@@ -182,7 +314,7 @@ function safely(callback, ...args) {  // an application error must not leave a f
 
 const now = () => performance.now();
 // The constructor's callback of each event that on() adds listeners to.
-const CALLBACKS = { entry: "onEntry", snapshot: "onSnapshot", status: "onStatus" };
+const CALLBACKS = { entry: "onEntry", snapshot: "onSnapshot", status: "onStatus", removal: "onRemoval" };
 
 /**
  * A `text/event-stream` read as the WHATWG HTML standard says (§ 9.2.6, "Interpreting an event stream"):
@@ -371,8 +503,13 @@ export class SparkwireClient {
     }
     [this.transport, this.websocketOpened] = [this.transports[0], false];
     this.affinity = randomId();  // one per client: its SSE requests reach one pod behind a hashing proxy
+    /** The subscription's filter (a checked copy of the option); null: every result. */
+    this.filter = this.options.filter == null ? null : checkFilter(this.options.filter);
+    if (this.filter !== null) checkHelloSize(this.filter, this.token);
     this.storage = this.options.storage === undefined ? defaultStorage() : this.options.storage;
-    this.storageKey = `sparkwire:${this.options.stream}`;
+    // A filtered subscription saves its position apart: one covered under another view is another client's.
+    this.storageKey = `sparkwire:${this.options.stream}`
+      + (this.filter === null ? "" : `?filter=${sortedJson(this.filter)}`);
     this.sessionId = randomId();  // generated now so that the first hello already names it
     /** @type {string|null} set with the first snapshot or entry applied: from then on there is a cursor */
     this.epoch = null;
@@ -381,6 +518,10 @@ export class SparkwireClient {
     // cursor and acks: a gateway resumes only a log that still holds that entry there. null: not known.
     /** @type {string|null} */
     this.digest = null;
+    // The view (the welcome's, 16 hex digits) lastSeq was covered under; null: unfiltered. Sent in the cursor.
+    /** @type {string|null} */
+    this.view = null;
+    this.removals = 0;  // keys a removal took out of the state
     /** @type {Map<string, StateItem>} */
     this.state = new Map();
     this.deduper = new Deduper(this.options.dedupCapacity);
@@ -398,16 +539,18 @@ export class SparkwireClient {
     this.running = false;
     this.attempt = 0;
     /** @type {{entry: Set<Function>, snapshot: Set<Function>, status: Set<Function>}} listeners added with on() */
-    this.listeners = { entry: new Set(), snapshot: new Set(), status: new Set() };
+    this.listeners = { entry: new Set(), snapshot: new Set(), status: new Set(), removal: new Set() };
     this.restored = this._restore();
   }
 
   /** @returns {Cursor|null} the last entry applied (or the snapshot's position), sent in the next hello */
   get cursor() {
     if (this.epoch === null) return null;
-    // Only with a digest the server gave: an older server refuses a cursor with an unknown field.
-    return this.digest === null ? { epoch: this.epoch, seq: this.lastSeq }
-      : { epoch: this.epoch, seq: this.lastSeq, digest: this.digest };
+    // Only with a digest (a view) the server gave: an older server refuses a cursor with an unknown field.
+    const cursor = { epoch: this.epoch, seq: this.lastSeq };
+    if (this.digest !== null) cursor.digest = this.digest;
+    if (this.view !== null) cursor.view = this.view;
+    return cursor;
   }
   /** The open connection's welcome ({headSeq, epoch, recovered, reset, …}: where the log stood when it
    *  began); null between connections. Read-only: a page shows how far behind the log it is. */
@@ -420,7 +563,7 @@ export class SparkwireClient {
     return { connects: c.connects, reconnects: Math.max(0, c.opened - 1), connectionFailures: c.connectionFailures,
       duplicates: this.duplicates, gaps: this.gaps, resets: { ...this.resets }, framesReceived: c.framesReceived,
       acksSent: c.acksSent, unknownFrames: c.unknownFrames, closes: { ...this.closes }, terminal: this.terminal,
-      cursor: this.cursor, sessionId: this.sessionId, transport: this.transport };
+      cursor: this.cursor, sessionId: this.sessionId, transport: this.transport, removals: this.removals };
   }
 
   start() {
@@ -437,7 +580,8 @@ export class SparkwireClient {
 
   /**
    * Instead of start(): start after a position read elsewhere — typically `GET /history` (docs/protocol.md),
-   * whose entries the caller drew — rather than from a snapshot. `position` is {epoch, seq, items?}: the
+   * whose entries the caller drew — rather than from a snapshot. `position` is {epoch, seq, items?, digest?,
+   * view?} (a filtered client: /history with the same filter, its `digest` and `view`): the
    * client takes it as if it had applied every entry up to `seq` of `epoch`, with `items` (key ->
    * {seq, processingId, data}, the state as of `seq`) as its state, and its hello carries the cursor
    * {epoch, seq}, so the gateway sends exactly the entries after `seq`; if the log no longer holds them
@@ -457,7 +601,9 @@ export class SparkwireClient {
       if (!isObject(raw)) bad("position.items must be an object");
       items = Object.entries(raw).map(([key, item]) => [key, stateItem(item, "position item")]);
       const digest = optionalDigest(position, "position");  // GET /history's last entry's, when given
-      [this.epoch, this.lastSeq, this.digest] = [epoch, seq, digest ?? null];
+      const view = position.view ?? null;  // GET /history's with a filter (or a scoped token)
+      if (view !== null && (typeof view !== "string" || !DIGEST.test(view))) bad("position.view must be 16 lowercase hex digits");
+      [this.epoch, this.lastSeq, this.digest, this.view] = [epoch, seq, digest ?? null, view];
     } catch (error) {
       if (error instanceof FrameError) throw new TypeError(error.message);
       throw error;
@@ -496,7 +642,7 @@ export class SparkwireClient {
 
   _listenersOf(event) {
     const listeners = this.listeners[event];
-    if (!listeners) throw new TypeError(`no event '${event}': entry, snapshot or status`);
+    if (!listeners) throw new TypeError(`no event '${event}': entry, snapshot, status or removal`);
     return listeners;
   }
 
@@ -510,12 +656,13 @@ export class SparkwireClient {
   _connect() {
     const conn = { ws: this._open(), transport: this.transport, opened: false, welcome: null, snapshotParts: [],
       snapshotExpected: false, snapshotReason: null, ackedSeq: null, unacked: 0, unackedSince: null, ackTimer: null,
-      silenceTimer: null };
+      silenceTimer: null, sentCursor: false, startAtFirstFrame: false };
     this.conn = conn;
     this._status({ state: "connecting", attempt: this.attempt });
     conn.ws.onopen = () => {
       if (conn.transport === "websocket") this.websocketOpened = true;
-      conn.opened = true; this.counts.opened += 1; conn.ws.send(this._hello()); this._heard(conn);
+      conn.opened = true; this.counts.opened += 1; conn.sentCursor = this.cursor !== null;
+      conn.ws.send(this._hello()); this._heard(conn);
     };
     conn.ws.onmessage = (event) => { this._heard(conn); this._onMessage(conn, event.data); };
     conn.ws.onclose = (event) => this._ended(conn, { code: event.code, reason: event.reason });
@@ -546,6 +693,7 @@ export class SparkwireClient {
     const hello = { type: "hello", v: PROTOCOL_VERSION, session: this.sessionId };
     if (this.cursor) hello.cursor = this.cursor;
     if (this.token != null) hello.token = this.token;
+    if (this.filter !== null) hello.filter = this.filter;
     return JSON.stringify(hello);
   }
 
@@ -577,7 +725,10 @@ export class SparkwireClient {
     switch (frame.type) {
       case "welcome": return this._onWelcome(conn, frame);
       case "snapshot": return this._onSnapshot(conn, frame);
-      case "entries": return this._onEntries(conn, frame);
+      case "entries":
+        if (conn.welcome.view !== undefined) return { protocolError: "an unfiltered entries frame on a connection with a view" };
+        return this._onEntries(conn, frame);
+      case "viewEntries": return this._onViewEntries(conn, frame);
       case "error": this.lastError = frame; return {};
       case "ping": return { send: [JSON.stringify({ type: "pong", t: frame.t })] };
       case "unknown": this.counts.unknownFrames += 1; return {};
@@ -590,6 +741,14 @@ export class SparkwireClient {
     conn.welcome = welcome;
     this.counts.connects += 1;
     this.sessionId = welcome.session;  // the server may refuse ours and hand out a new one
+    if (this.filter !== null && welcome.view === undefined) {
+      // A server that ignored the filter would send every row.
+      return { protocolError: "the hello asked for a filter but the welcome names no view" };
+    }
+    // Resumed: the server resumed this position in the welcome's view, so it is that view's.
+    if (welcome.recovered) this.view = welcome.view ?? null;
+    // Resumed from the session's last ack, a seq this client never learnt: the first filtered frame says where.
+    if (welcome.recovered && !conn.sentCursor) conn.startAtFirstFrame = true;
     if (!welcome.recovered) {
       conn.snapshotReason = welcome.reset ?? "unspecified";
       this.resets[conn.snapshotReason] = (this.resets[conn.snapshotReason] ?? 0) + 1;
@@ -621,6 +780,7 @@ export class SparkwireClient {
     this.lastSeq = part.seq;
     this.epoch = part.epoch;
     this.digest = part.digest ?? null;
+    this.view = conn.welcome.view ?? null;  // filtered as its connection
     this._markProgress(conn, 0);
     this._emit("snapshot", this.state, { epoch: part.epoch, seq: part.seq, reason: conn.snapshotReason });
     return {};
@@ -649,6 +809,48 @@ export class SparkwireClient {
       if (!this.deduper.isDuplicate(entry.processingId)) this._emit("entry", entry);
     }
     if (moved) this._markProgress(conn, moved);
+    return { send: this._dueAcks(conn) };
+  }
+
+  /**
+   * A filtered frame, applied by coverage (client/coverage.py, view.py): lastSeq is `covered`, the seq up to which
+   * the client holds every entry of its view. after <= covered < through: apply the items above covered (those at
+   * or below are repeats), covered := through, the digest the frame's; through <= covered: a repeat, dropped;
+   * after > covered: (covered, after] is unaccounted for, a gap: ack what was applied and resume from covered.
+   */
+  _onViewEntries(conn, frame) {
+    if (conn.welcome.view === undefined) {
+      return { protocolError: "a filtered entries frame on a connection whose welcome names no view" };
+    }
+    if (conn.snapshotParts.length || conn.snapshotExpected) {
+      return { protocolError: "entries before the snapshot was complete" };
+    }
+    if (conn.startAtFirstFrame) {
+      // Unlike an unfiltered frame, a filtered one says where it continues: its after.
+      conn.startAtFirstFrame = false;
+      [this.lastSeq, this.digest] = [frame.after, null];
+    }
+    const covered = this.lastSeq;
+    if (frame.through <= covered) { this.seqDuplicates += frame.items.length; return {}; }
+    if (frame.after > covered) {
+      this.gaps += 1;
+      return { send: this._ackIfMoved(conn), gap: { expected: covered + 1, got: frame.after + 1 } };
+    }
+    const fresh = frame.items.filter((item) => item.seq > covered);
+    this.seqDuplicates += frame.items.length - fresh.length;
+    [this.lastSeq, this.digest, this.epoch, this.view] = [frame.through, frame.digest, frame.epoch, conn.welcome.view];
+    let entries = 0;
+    for (const item of fresh) {
+      if (item.removed) {
+        // Idempotent: a removal of a key not held (filtered out, or removed already) changes nothing.
+        if (this.state.delete(item.key)) { this.removals += 1; this._emit("removal", item); }
+        continue;
+      }
+      entries += 1;
+      this.state.set(item.key, { seq: item.seq, processingId: item.processingId, data: item.data });
+      if (!this.deduper.isDuplicate(item.processingId)) this._emit("entry", item);
+    }
+    this._markProgress(conn, entries);  // a position frame moves the position too: the ack clock starts
     return { send: this._dueAcks(conn) };
   }
 
@@ -753,6 +955,7 @@ export class SparkwireClient {
     if (!this.storage || this.epoch === null) return;
     const saved = { v: PROTOCOL_VERSION, session: this.sessionId, epoch: this.epoch, seq: this.lastSeq,
       digest: this.digest, items: Object.fromEntries(this.state) };
+    if (this.view !== null) saved.view = this.view;
     try {
       this.storage.setItem(this.storageKey, JSON.stringify(saved));
     } catch {  // over quota: a later page starts from a snapshot, not from an older position
@@ -769,6 +972,7 @@ export class SparkwireClient {
       const items = Object.entries(f("items", "object")).map(([key, raw]) => [key, stateItem(raw, "saved item")]);
       [this.epoch, this.lastSeq, this.sessionId] = [f("epoch", "string"), f("seq", "count"), saved.session];
       this.digest = optionalDigest(saved, "saved") ?? null;
+      this.view = typeof saved.view === "string" && DIGEST.test(saved.view) ? saved.view : null;
       this.state = new Map(items);
       return true;
     } catch {
@@ -798,7 +1002,8 @@ export function createClientStore(client) {
     queueMicrotask(() => { queued = false; for (const subscriber of [...subscribers]) safely(subscriber); });
   };
   const onStatus = (next) => { status = next; changed(); };
-  const removers = [client.on("entry", changed), client.on("snapshot", changed), client.on("status", onStatus)];
+  const removers = [client.on("entry", changed), client.on("snapshot", changed), client.on("status", onStatus),
+    client.on("removal", changed)];
   return {
     getSnapshot() {
       if (dirty) {

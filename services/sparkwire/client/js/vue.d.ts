@@ -18,7 +18,7 @@ export type SparkwireRefs<T = unknown> = {
 
 /**
  * Follows a stream while the calling effect scope (a component's setup) lives and `options` (an object, a ref
- * or a getter) is not null. A change of stream, url, sseUrl, transports or token makes another client.
+ * or a getter) is not null. A change of stream, url, sseUrl, transports, token or filter makes another client.
  */
 export declare function useSparkwire<T = unknown>(
   options: MaybeRefOrGetter<UseSparkwireOptions<T> | null | undefined>,

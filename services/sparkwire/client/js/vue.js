@@ -7,7 +7,7 @@
  *   // <li v-for="[key, item] in state" :key="key">{{ key }}: {{ item.data.total }}</li>
  *
  * `options` is an object, a ref or a getter; null makes no client. A change of stream, url, sseUrl, transports
- * or token stops the client and makes another (which resumes from what it saved, as a reloaded page does);
+ * or token (or filter) stops the client and makes another (which resumes from what it saved, as a reloaded page does);
  * `after`: a position to start after (client.startAfter) instead of start(). The client stops with the
  * component (its effect scope) or with `stop()`. Returns shallow refs {client, state, cursor, status,
  * terminal}, updated at most once per frame of entries, and `stop`.
@@ -19,8 +19,8 @@ import { createClientStore, SparkwireClient } from "./sparkwire-client.js";
 const IDLE_VIEW = Object.freeze({ client: null, state: new Map(), cursor: null, status: null, terminal: null });
 
 /** The options whose change makes another client. */
-function identity({ stream, url = null, sseUrl = null, transports = null, token = null }) {
-  return JSON.stringify([stream, url, sseUrl, transports, token]);
+function identity({ stream, url = null, sseUrl = null, transports = null, token = null, filter = null }) {
+  return JSON.stringify([stream, url, sseUrl, transports, token, filter]);
 }
 
 export function useSparkwire(options) {

@@ -35,3 +35,10 @@ const sse: SocketLike = new SseSocket("http://localhost:8000/sse?stream=metrics"
 console.log(transport, sse.readyState);
 // @ts-expect-error: only websocket and sse
 new SparkwireClient({ stream: "metrics", transports: ["polling"] });
+
+// A filtered frame as parseFrame gives it (a filtered `entries` frame): entries and removals.
+const filtered = parseFrame("{}");
+if (filtered.type === "viewEntries") {
+  filtered.items.forEach((item) => ("removed" in item ? item.key : item.processingId).length);
+  console.log(filtered.after, filtered.through, filtered.digest);
+}

@@ -32,10 +32,21 @@ export function Untyped() {
   return <ol>{[...state.values()].map((item) => <li key={item.processingId}>{item.data.n}</li>)}</ol>;
 }
 
+export function TenantOrders({ tenant }: { tenant: string }) {
+  // A filtered subscription: only this tenant's orders of at least 10; a removal drops a card.
+  const [dropped, setDropped] = useState<string[]>([]);
+  const { state, terminal } = useSparkwire<Order>({ stream: "orders", filter: { tenant, total: { ge: 10 } },
+    onRemoval: (removal) => setDropped((keys) => [...keys, removal.key]) });
+  if (terminal?.code === 4422 || terminal?.code === 4423) return <p>refused: {terminal.reason}</p>;
+  return <p>{state.size} orders, {dropped.length} dropped</p>;
+}
+
 export function Wrong() {
   // @ts-expect-error: an Order has no `count`
   const total = [...useSparkwire<Order>({ stream: "orders" }).state.values()].map((item) => item.data.count);
   // @ts-expect-error: a stream is required
   useSparkwire<Order>({ token: "t" });
+  // @ts-expect-error: a filter is an object of conditions, not a list
+  useSparkwire<Order>({ stream: "orders", filter: ["tenant"] });
   return <p>{total}</p>;
 }

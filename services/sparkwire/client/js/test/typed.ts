@@ -1,7 +1,7 @@
 // The client typed by its stream's results: `tsc -p test/tsconfig.json` fails if `T` does not reach entries,
 // state, listeners and positions (or reaches where it should not).
-import { createClientStore, EventStreamParser, SparkwireClient } from "sparkwire-client";
-import type { ClientView, Entry, StateItem, StreamEvent } from "sparkwire-client";
+import { checkFilter, createClientStore, EventStreamParser, FilterError, SparkwireClient } from "sparkwire-client";
+import type { ClientView, Entry, Filter, Removal, StateItem, StreamEvent } from "sparkwire-client";
 
 interface Metric {
   metricName: string;
@@ -44,8 +44,8 @@ untyped.on("entry", (entry) => entry.data.count);
 
 // The store a UI reads.
 const store = createClientStore(metrics);
-const view: ClientView<Metric> = store.getSnapshot();
-const counts: number[] = [...view.state.values()].map((item) => item.data.count);
+const storeView: ClientView<Metric> = store.getSnapshot();
+const counts: number[] = [...storeView.state.values()].map((item) => item.data.count);
 const unsubscribe: () => void = store.subscribe(() => console.log(store.getSnapshot().cursor?.seq));
 unsubscribe();
 store.close();
@@ -55,3 +55,22 @@ const parser = new EventStreamParser();
 const events: StreamEvent[] = parser.push("data: x\n\n");
 const retry: number | null = parser.retry;
 console.log(average, inferredItem, counts, events[0]?.type, events[0]?.lastEventId, retry);
+
+// Issue 43: a filtered subscription, its removals and its view, typed.
+const euOnly = new SparkwireClient<Metric>({ stream: "metrics", storage: null,
+  filter: { region: "eu", count: { ge: 10, lt: 100 }, closedAt: { isNull: true }, $key: { in: ["metric-1"] } },
+  onRemoval: (removal: Removal) => console.log(removal.key, removal.seq, removal.removed) });
+const removedKey: () => void = euOnly.on("removal", (removal) => removal.key.length);
+removedKey();
+const view: string | undefined = euOnly.cursor?.view;
+const checked: Filter = checkFilter({ tenant: "acme" });
+euOnly.startAfter({ epoch: "e", seq: 3, digest: "0123456789abcdef", view: "00000000000000aa" });
+console.log(view, checked, euOnly.filter, euOnly.view, euOnly.stats().removals, new FilterError("x").message);
+// @ts-expect-error: a condition's comparison takes a number
+new SparkwireClient({ stream: "metrics", filter: { count: { gt: "5" } } });
+// @ts-expect-error: no such operator
+new SparkwireClient({ stream: "metrics", filter: { count: { like: "5%" } } });
+// @ts-expect-error: null is no scalar (use isNull)
+new SparkwireClient({ stream: "metrics", filter: { region: null } });
+// @ts-expect-error: a removal carries no data
+euOnly.on("removal", (removal) => removal.data);

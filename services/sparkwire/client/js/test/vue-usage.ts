@@ -30,3 +30,7 @@ export default defineComponent({
 
 // Options as a plain object too, and a position to start after.
 useSparkwire<Order>({ stream: "orders", after: { epoch: "e", seq: 1 } });
+
+// A filtered subscription: the filter is one of the options whose change makes another client.
+const tenant = ref("acme");
+useSparkwire<Order>(() => ({ stream: "orders", filter: { tenant: tenant.value }, onRemoval: (removal) => removal.key }));
