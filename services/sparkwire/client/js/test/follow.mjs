@@ -2,12 +2,14 @@
 // the package's client until COUNT entries are applied, then print them as JSON ({applied: [[seq,
 // processingId]], stats}). TRANSPORTS: comma-separated (default websocket,sse). Run by
 // tests/integration/gateway/test_js_package.py against a real gateway while entries are committed.
+// SPARKWIRE_FILTER (JSON, in the environment): follow a filtered subscription (issue 43) with that filter.
 import { SparkwireClient } from "sparkwire-client";
 
 const [url, stream, count, transports = "websocket,sse", sseUrl] = process.argv.slice(2);
 const applied = [];
 const client = new SparkwireClient({
   url, stream, storage: null, transports: transports.split(","), ...(sseUrl ? { sseUrl } : {}),
+  ...(process.env.SPARKWIRE_FILTER ? { filter: JSON.parse(process.env.SPARKWIRE_FILTER) } : {}),
   onEntry: (entry) => {
     applied.push([entry.seq, entry.processingId]);
     if (applied.length === Number(count)) {

@@ -105,3 +105,36 @@ test("under StrictMode's double mount one client is left running", async () => {
   await act(async () => { root.unmount(); });
   assert.equal(socket.closed.code, 1000);
 });
+
+test("issue 43: a filtered hook drops a card on a removal; a new filter makes another client, the same one keeps it", async () => {
+  FakeSocket.made.length = 0;
+  const views = [];
+  const removed = [];
+  const options = (tenant) => ({ stream: "s", ...base, filter: { tenant }, onRemoval: (r) => removed.push(r.key) });
+  let root;
+  await act(async () => { root = create(createElement(Probe, { options: options("acme"), views })); });
+  const first = await opened();
+  assert.deepEqual(first.sent[0].filter, { tenant: "acme" });
+  await act(async () => {
+    first.receive({ type: "welcome", session: "s1", epoch: "e", headSeq: 2, recovered: false, reset: "no_position",
+      ackEvery: 1000, ackIntervalMs: 60000, view: "00000000000000aa" });
+    first.receive({ type: "snapshot", epoch: "e", seq: 2, more: false, items: {
+      a: { seq: 1, processingId: "p1", data: { n: 1 } }, b: { seq: 2, processingId: "p2", data: { n: 2 } } } });
+  });
+  assert.deepEqual(items(root), ["a=1", "b=2"]);
+  await act(async () => {
+    first.receive({ type: "entries", epoch: "e", after: 2, through: 4, digest: "0000000000000004",
+      entries: [{ seq: 3, key: "a", removed: true }] });
+  });
+  assert.deepEqual(items(root), ["b=2"]);
+  assert.deepEqual(removed, ["a"]);
+  assert.equal(views.at(-1).cursor.view, "00000000000000aa");
+  await act(async () => { root.update(createElement(Probe, { options: options("acme"), views })); });
+  assert.equal(FakeSocket.made.length, 1, "the same filter keeps the client");
+  await act(async () => { root.update(createElement(Probe, { options: options("globex"), views })); });
+  const second = await opened();
+  assert.equal(FakeSocket.made.length, 2);
+  assert.equal(first.closed.code, 1000);
+  assert.deepEqual(second.sent[0].filter, { tenant: "globex" });
+  await act(async () => { root.unmount(); });
+});
