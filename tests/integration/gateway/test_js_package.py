@@ -5,6 +5,7 @@ gateway's entries exactly once."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -105,3 +106,29 @@ def test_the_package_s_close_codes_and_version_are_the_protocol_s() -> None:
     assert document["version"] == PROTOCOL_VERSION
     assert {int(code): tuple(spec) for code, spec in document["codes"].items()} == {
         int(code): (code.name.lower(), spec.resumable) for code, spec in CLOSE_SPECS.items()}
+
+
+def test_the_client_under_node_follows_a_filtered_view_exactly_once(
+    gateway: GatewayProcess, committer: Committer, unique_name: str, redis: redis_lib.Redis
+) -> None:
+    """A filter on the key (2 of the committer's 7 keys): the client applies exactly the log's matching entries,
+    each once, in order, however many entries between them it never receives (the gaps it must not see)."""
+    wanted = {"k1", "k3"}
+    committer.commit(4)
+    committer.start()
+    done = subprocess.run(
+        ["node", "--experimental-websocket", "test/follow.mjs", gateway.ws(unique_name).split("?")[0], unique_name,
+         "60"],
+        cwd=PACKAGE, capture_output=True, text=True, timeout=90,
+        env={**os.environ, "SPARKWIRE_FILTER": json.dumps({"$key": {"in": sorted(wanted)}})})
+    committer.stop()
+    assert done.returncode == 0, done.stdout + done.stderr
+    report: dict[str, Any] = json.loads(done.stdout)
+    applied = [(seq, pid) for seq, pid in report["applied"]]
+    first, last = applied[0][0], applied[-1][0]
+    # The oracle: the log itself, filtered here by the entry's key, independently of the gateway's matcher.
+    logged = ReplayLogReader(redis, unique_name).read_after(first - 1, count=last - first + 1)
+    expected = [(entry.seq, entry.processing_id) for entry in logged if entry.key in wanted]
+    assert applied == expected
+    assert len(expected) < len(logged), "entries outside the filter lay between them"
+    assert report["stats"]["duplicates"] == 0 and report["stats"]["gaps"] == 0
