@@ -17,7 +17,7 @@ NODE_CPU_M = 2_000
 # Measured on that node (kubectl describe node, no release): control plane, CoreDNS, CNI, Traefik and the
 # Spark operator.
 NODE_OWN_PODS_M = 1_055
-KAFKA_CLIENT_JOB_M = 50  # a producer of the kind suite (tests/e2e/kind/conftest.py), running beside the job
+KAFKA_CLIENT_JOB_M = 50  # a producer of the kind suite (harness/sparkwire_harness/kind/jobs.py), running beside the job
 ORDERS_JOB = {"name": "orders", "stream": "orders", "module": "sparkwire.examples.orders", "kafkaTopic": "orders"}
 
 
