@@ -15,10 +15,6 @@ import pytest
 from starlette.testclient import TestClient, WebSocketTestSession
 
 from sparkwire.client.coverage import ViewCoverage
-from sparkwire.gateway.app import create_app
-from sparkwire.gateway.pod import Gateway
-from sparkwire.gateway.settings import ConnectionSettings
-from sparkwire.gateway.store.session_store import SessionStore
 from sparkwire.protocol import (
     Ack,
     CloseCode,
@@ -41,9 +37,10 @@ from sparkwire.protocol import (
 from sparkwire.replaylog.memory import MemoryBackend, MemoryStreamLog
 from sparkwire.replaylog.model import Record
 
+from .in_process import STREAM, running_gateway
+
 pytestmark = pytest.mark.timeout(60)
 
-STREAM = "metrics"
 SECRET = "in-process-secret-with-enough-bytes-for-hs256"
 TENANTS = ("acme", "globex")
 
@@ -91,13 +88,7 @@ class InProcess:
 
 @pytest.fixture
 def gateway() -> Iterator[InProcess]:
-    backend = MemoryBackend()
-    settings = ConnectionSettings(ack_every=10, ack_interval_ms=1000, hello_timeout_s=5, max_client_frame_bytes=8192,
-                                  max_server_frame_bytes=1 << 20, page_size=50, auth_secret=SECRET)
-    sessions = SessionStore(backend.sessions, ttl_seconds=60, pod="in-process", flush_interval_s=0.05)
-    app = create_app(Gateway(backend=backend, streams=[STREAM], connection=settings, sessions=sessions,
-                             allowed_origins=frozenset(), ring_size=100, send_queue=256))
-    with TestClient(app) as client:
+    with running_gateway(SECRET) as (client, backend):
         yield InProcess(client, backend)
 
 

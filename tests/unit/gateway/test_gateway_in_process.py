@@ -12,10 +12,6 @@ from dataclasses import dataclass
 import pytest
 from starlette.testclient import TestClient, WebSocketTestSession
 
-from sparkwire.gateway.app import create_app
-from sparkwire.gateway.pod import Gateway
-from sparkwire.gateway.settings import ConnectionSettings
-from sparkwire.gateway.store.session_store import SessionStore
 from sparkwire.protocol import (
     Ack,
     CloseCode,
@@ -36,10 +32,9 @@ from sparkwire.protocol import (
 from sparkwire.replaylog.memory import MemoryBackend, MemoryStreamLog
 from sparkwire.replaylog.model import Record
 
+from .in_process import STREAM, running_gateway
+
 pytestmark = pytest.mark.timeout(60)  # a frame that never comes blocks receive(): fail, not hang
-
-STREAM = "metrics"
-
 
 @dataclass
 class InProcess:
@@ -66,13 +61,7 @@ class InProcess:
 
 @pytest.fixture
 def gateway() -> Iterator[InProcess]:
-    backend = MemoryBackend()
-    settings = ConnectionSettings(ack_every=10, ack_interval_ms=1000, hello_timeout_s=5, max_client_frame_bytes=8192,
-                                  max_server_frame_bytes=1 << 20, page_size=50, auth_secret="")
-    sessions = SessionStore(backend.sessions, ttl_seconds=60, pod="in-process", flush_interval_s=0.05)
-    app = create_app(Gateway(backend=backend, streams=[STREAM], connection=settings, sessions=sessions,
-                             allowed_origins=frozenset(), ring_size=100, send_queue=256))
-    with TestClient(app) as client:
+    with running_gateway() as (client, backend):
         yield InProcess(client, backend)
 
 

@@ -11,20 +11,14 @@ from collections.abc import Iterator
 import pytest
 from starlette.testclient import TestClient
 
-from sparkwire.gateway.app import create_app
 from sparkwire.gateway.auth.keys import JwksKeys
 from sparkwire.gateway.auth.tokens import Verifier
-from sparkwire.gateway.pod import Gateway
-from sparkwire.gateway.settings import ConnectionSettings
-from sparkwire.gateway.store.session_store import SessionStore
 from sparkwire.protocol import CloseCode, ErrorFrame, Hello, Welcome, encode_hello, parse_server_frame
-from sparkwire.replaylog.memory import MemoryBackend
 
+from .in_process import STREAM, running_gateway
 from .jwks_fakes import AUDIENCE, ISSUER, Idp, SigningKey, hand_made, pem, rsa_key, running
 
 pytestmark = pytest.mark.timeout(60)
-
-STREAM = "metrics"
 
 
 @pytest.fixture
@@ -34,14 +28,8 @@ def idp() -> Iterator[Idp]:
 
 @pytest.fixture
 def client(idp: Idp) -> Iterator[TestClient]:
-    backend = MemoryBackend()
     auth = Verifier(JwksKeys(idp.url, refetch_interval_s=0.0, timeout_s=2.0), issuer=ISSUER, audience=AUDIENCE)
-    settings = ConnectionSettings(ack_every=10, ack_interval_ms=1000, hello_timeout_s=5, max_client_frame_bytes=8192,
-                                  max_server_frame_bytes=1 << 20, page_size=50, auth_secret=auth)
-    sessions = SessionStore(backend.sessions, ttl_seconds=60, pod="in-process", flush_interval_s=0.05)
-    app = create_app(Gateway(backend=backend, streams=[STREAM], connection=settings, sessions=sessions,
-                             allowed_origins=frozenset(), ring_size=100, send_queue=256))
-    with TestClient(app) as client:
+    with running_gateway(auth) as (client, _):
         yield client
 
 
