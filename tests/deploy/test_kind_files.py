@@ -15,7 +15,6 @@ import pytest
 
 from .conftest import REPO, load_yaml, unavailable
 
-KIND_DIR = REPO / "tests" / "e2e" / "kind"
 INFRA = REPO / "infra" / "kind"
 OFFLINE_CONFIG = INFRA / "cluster" / "kind-offline.yaml"
 PUBLISHED_CONFIG = INFRA / "cluster" / "kind-published.yaml"
@@ -85,10 +84,11 @@ def test_cluster_shape_for_the_tests(path: Path) -> None:
     assert control["labels"] == {"ingress-ready": "true"}, "cluster/traefik.yaml selects this label"
     ports = {m["containerPort"]: (m["listenAddress"], m["hostPort"]) for m in control["extraPortMappings"]}
     assert ports[80] == ("127.0.0.1", 18080)
-    conftest = (KIND_DIR / "conftest.py").read_text()
-    assert '"http://127.0.0.1:18080"' in conftest, "the tests' default ingress address is the mapped port"
+    # The kind suite's settings (its library, sparkwire_harness.kind) default to this cluster and this port.
+    settings = (REPO / "harness" / "sparkwire_harness" / "kind" / "settings.py").read_text()
+    assert '"http://127.0.0.1:18080"' in settings, "the tests' default ingress address is the mapped port"
     assert config["name"] == "sparkwire" and 'CONTEXT = os.environ.get("SPARKWIRE_KIND_CONTEXT", "kind-sparkwire")' \
-        in conftest
+        in settings
     assert "kind-sparkwire" in (REPO / "skaffold.yaml").read_text()
 
 
