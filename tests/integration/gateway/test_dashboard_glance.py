@@ -155,6 +155,10 @@ LEGENDS = """() => [...document.querySelectorAll("#charts .u-legend")].map((lege
 
 
 def check_legends_show_values_on_hover_only(page: Page) -> None:
+    # A chart redrawn after live entries lays its legend out again: wait for its names rather than read them
+    # mid-layout (seen once, on a loaded machine, with every name not yet visible).
+    page.wait_for_function("() => [...document.querySelectorAll('#charts .u-legend')].every((l) => "
+                           "[...l.querySelectorAll('.u-series')].some((s) => s.checkVisibility()))", timeout=WAIT_MS)
     for legend in page.evaluate(LEGENDS):
         assert (legend["live"], legend["values"]) == (False, []), legend
         assert legend["names"], legend
