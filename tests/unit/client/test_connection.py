@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from websockets.asyncio.server import ServerConnection, serve
+from websockets.exceptions import ConnectionClosed
 
 from sparkwire.client import ReconnectPolicy, StreamClient, TerminalClose
 from sparkwire.protocol.server_frames import Welcome, encode_entry, encode_snapshot, encode_welcome, pack_entries
@@ -32,9 +33,11 @@ def entries(*seqs: int) -> str:
     return frame
 
 
-async def run_against(script: Script, body: Callable[[StreamClient, list[dict[str, object]]], Awaitable[None]]) -> None:
-    """Serve ``script(connection, connection_number, hello)`` and run ``body(client, received_frames)``."""
-    received: list[dict[str, object]] = []
+async def serve_script(script: Script, body: Callable[[str], Awaitable[None]],
+                       received: list[dict[str, object]] | None = None) -> list[dict[str, object]]:
+    """Serve ``script(connection, connection_number, hello)`` and run ``body(url)``; the frames the client sent,
+    appended to ``received`` as they arrive (test_view_connection.py serves its filtered scripts with it too)."""
+    received = [] if received is None else received
     connections = 0
 
     async def handler(ws: ServerConnection) -> None:
@@ -44,8 +47,9 @@ async def run_against(script: Script, body: Callable[[StreamClient, list[dict[st
         received.append(hello)
 
         async def record() -> None:  # until the connection closes
-            async for message in ws:
-                received.append(json.loads(message))
+            with contextlib.suppress(ConnectionClosed):  # a close other than 1000 ends the iteration so
+                async for message in ws:
+                    received.append(json.loads(message))
 
         recorder = asyncio.create_task(record())
         await script(ws, connections, hello)
@@ -53,8 +57,18 @@ async def run_against(script: Script, body: Callable[[StreamClient, list[dict[st
 
     async with serve(handler, "127.0.0.1", 0) as server:
         port = server.sockets[0].getsockname()[1]
-        client = StreamClient(f"ws://127.0.0.1:{port}/ws?stream=s", reconnect=FAST, keep_applied=True)
-        await asyncio.wait_for(body(client, received), 10)
+        await asyncio.wait_for(body(f"ws://127.0.0.1:{port}/ws?stream=s"), 10)
+    return received
+
+
+async def run_against(script: Script, body: Callable[[StreamClient, list[dict[str, object]]], Awaitable[None]]) -> None:
+    """Serve ``script(connection, connection_number, hello)`` and run ``body(client, received_frames)``."""
+    received: list[dict[str, object]] = []
+
+    async def with_client(url: str) -> None:
+        await body(StreamClient(url, reconnect=FAST, keep_applied=True), received)
+
+    await serve_script(script, with_client, received)
 
 
 def test_resumes_after_a_resumable_close_with_session_and_cursor() -> None:

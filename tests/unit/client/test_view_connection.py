@@ -5,50 +5,19 @@ lost frame, exactly once. The frames are the protocol's reference server's (``vi
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
-from websockets.asyncio.server import ServerConnection, serve
-from websockets.exceptions import ConnectionClosed
+from websockets.asyncio.server import ServerConnection
 
-from sparkwire.client import BackgroundClient, FilterError, ReconnectPolicy, Removal, StreamClient, TerminalClose
+from sparkwire.client import BackgroundClient, FilterError, Removal, StreamClient, TerminalClose
 from sparkwire.protocol.close_codes import CloseCode
 from sparkwire.protocol.filter_form import filter_document, parse_filter
 from sparkwire.protocol.server_frames import encode_error
 
+from .test_connection import FAST, serve_script
 from .test_view import OWN, expected, feed_frames, make_log, move_outs, snapshot, the_view, welcome
-
-FAST = ReconnectPolicy(initial_delay_s=0.01, max_delay_s=0.05)
-Script = Callable[[ServerConnection, int, dict[str, object]], Awaitable[None]]
-
-
-async def serve_script(script: Script, body: Callable[[str], Awaitable[None]]) -> list[dict[str, object]]:
-    """Serve ``script(connection, number, hello)`` and run ``body(url)``; returns the frames the client sent."""
-    received: list[dict[str, object]] = []
-    connections = 0
-
-    async def handler(ws: ServerConnection) -> None:
-        nonlocal connections
-        connections += 1
-        hello = json.loads(await ws.recv())
-        received.append(hello)
-
-        async def record() -> None:
-            with contextlib.suppress(ConnectionClosed):  # a close other than 1000 ends the iteration so
-                async for message in ws:
-                    received.append(json.loads(message))
-
-        recorder = asyncio.create_task(record())
-        await script(ws, connections, hello)
-        await recorder
-
-    async with serve(handler, "127.0.0.1", 0) as server:
-        port = server.sockets[0].getsockname()[1]
-        await asyncio.wait_for(body(f"ws://127.0.0.1:{port}/ws?stream=s"), 10)
-    return received
 
 
 @pytest.mark.parametrize(("code", "name"), [(CloseCode.INVALID_FILTER, "invalid_filter"),
