@@ -18,6 +18,7 @@ from .clients import Tracked
 from .production import Production
 from .progress import progress
 from .release import Release
+from .views import ClientView
 
 
 class Log(Protocol):
@@ -25,9 +26,9 @@ class Log(Protocol):
 
 
 def assert_clients_exactly_once(clients: list[Tracked], log: list[Entry], events: list[str]) -> None:
-    """From where each client started: after its one snapshot, every entry of the stream in order — no
-    duplicate, no gap, no second snapshot (a resume that failed)."""
-    pairs = [(e.seq, e.processing_id) for e in log]
+    """From where each client started: after its one snapshot, every entry of the stream in order (of its
+    view, for a filtered client: what the view's own oracle admits) — no duplicate, no gap, no second
+    snapshot (a resume that failed)."""
     for index, tracked in enumerate(clients):
         stats = tracked.client.stats()
         tracked.journal.settle()
@@ -41,12 +42,20 @@ def assert_clients_exactly_once(clients: list[Tracked], log: list[Entry], events
             f"client {index}: snapshots at {tracked.snapshots}, resets {stats.resets}, {problems}; "
             f"connections: {connections}; {events}")
         start = tracked.snapshots[0]
-        expected = [p for p in pairs if p[0] > start]
-        assert expected, f"client {index}: no entry was committed after it connected (seq {start})"
+        expected = view_entries(log, tracked.view, after=start)
+        name = f"client {index}" + (f" ({tracked.view.name})" if tracked.view else "")
+        assert expected, f"{name}: no entry of its view was committed after it connected (seq {start})"
         assert tracked.client.applied == expected, (
-            f"client {index}: applied {len(tracked.client.applied)} of {len(expected)} after seq {start}; "
+            f"{name}: applied {len(tracked.client.applied)} of {len(expected)} after seq {start}; "
             f"first difference at {first_difference(tracked.client.applied, expected)}; {events}")
         assert (stats.duplicates, stats.gaps) == (0, 0), f"client {index}: {stats}"
+
+
+def view_entries(log: list[Entry], view: ClientView | None, after: int) -> list[tuple[int, str]]:
+    """(seq, processingId) of the log's entries after ``after`` that ``view`` holds (every one without a
+    view), by the view's own oracle."""
+    return [(e.seq, e.processing_id) for e in log
+            if e.seq > after and (view is None or view.admits(json.loads(e.data)))]
 
 
 def first_difference(a: list[tuple[int, str]], b: list[tuple[int, str]]) -> dict[str, object]:

@@ -4,10 +4,12 @@ and a client token signed with the secret the gateways read."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,7 @@ from .ingress import ws_url
 from .kube import Kube
 from .objects import container
 from .tools import Run
+from .views import TENANT_FILTER
 
 TOKEN_LIFETIME_S = 6 * 3600  # longer than the whole suite
 
@@ -32,6 +35,8 @@ class Release:
     gateway_image: str
     gateway_replicas: int
     token: str | None  # None when the release runs with gateway.auth.enabled=false
+    # The same grant scoped to one tenant's rows (views.TENANT_FILTER), as a backend mints a tenant's token.
+    tenant_token: str | None = None
 
     @property
     def ws_url(self) -> str:
@@ -57,6 +62,7 @@ def read_release(kube: Kube) -> Release:
         gateway_image=str(gateway.spec.template.spec.containers[0].image),
         gateway_replicas=gateway.spec.replicas if gateway.spec.replicas is not None else 1,
         token=client_token(kube, gateway, stream),
+        tenant_token=client_token(kube, gateway, stream, scope={stream: dict(TENANT_FILTER)}),
     )
 
 
@@ -69,13 +75,15 @@ def auth_secret_ref(gateway: k8s.V1Deployment) -> tuple[str, str] | None:
     return (str(refs[0].name), str(refs[0].key)) if refs else None
 
 
-def client_token(kube: Kube, gateway: k8s.V1Deployment, stream: str) -> str | None:
-    """A token for ``stream`` signed with the secret the gateways read (the chart generates it on a fresh
-    install), long enough for the whole run; None when the gateways run without authentication."""
+def client_token(kube: Kube, gateway: k8s.V1Deployment, stream: str,
+                 scope: Mapping[str, object] | None = None) -> str | None:
+    """A token for ``stream`` (restricted to ``scope``'s rows, if given) signed with the secret the gateways
+    read (the chart generates it on a fresh install), long enough for the whole run; None when the gateways
+    run without authentication."""
     ref = auth_secret_ref(gateway)
     if ref is None:
         return None
-    return mint_token(kube.secret_value(ref[0], (ref[1],)), stream)
+    return mint_token(kube.secret_value(ref[0], (ref[1],)), stream, scope=scope)
 
 
 def sparkwire_command() -> str:
@@ -84,11 +92,14 @@ def sparkwire_command() -> str:
     return str(beside) if beside.is_file() else shutil.which("sparkwire") or "sparkwire"
 
 
-def mint_token(secret: str, stream: str, run: Run = subprocess.run) -> str:
+def mint_token(secret: str, stream: str, run: Run = subprocess.run, *,
+               scope: Mapping[str, object] | None = None) -> str:
     """`sparkwire token`, as the chart's NOTES tell an operator to mint one (the secret in the environment,
-    never on the command line)."""
+    never on the command line); with ``scope``, its ``--scope`` (stream -> filter), as for one tenant."""
     command = [sparkwire_command(), "token", "--secret-env", "SPARKWIRE_E2E_AUTH_SECRET", "--streams", stream,
                "--ttl-ms", str(TOKEN_LIFETIME_S * 1000), "--subject", "kind-e2e"]
+    if scope is not None:
+        command += ["--scope", json.dumps(scope)]
     done = run(command, capture_output=True, text=True, timeout=60,
                env={**os.environ, "SPARKWIRE_E2E_AUTH_SECRET": secret})
     if done.returncode != 0 or not done.stdout.strip():

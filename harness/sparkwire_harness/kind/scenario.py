@@ -17,21 +17,24 @@ from .progress import progress
 from .redis_link import RedisLink
 from .release import Release
 from .settings import CLIENTS, DRIVER_SELECTOR, GATEWAY_SELECTOR, PRODUCE_SECONDS, PRODUCER_GRACE_S, RESULTS_TIMEOUT
+from .views import views_for
 
 
 def scenario(kube: Kube, redis_link: RedisLink, release: Release, faults: FaultLoop | None,
              after: Callable[[], None] = lambda: None, *, seconds: float = PRODUCE_SECONDS,
              clients: int = CLIENTS, results_timeout: float = RESULTS_TIMEOUT,
              producer_off_node: str | None = None) -> tuple[list[Tracked], Production]:
-    """``clients`` connect; a producer runs for ``seconds`` with ``faults`` (never on ``producer_off_node``,
-    the node the faults take away); ``after()`` (e.g. wait for a new driver); then every expected result
-    is committed and every client has caught up."""
+    """``clients`` connect, and one filtered client per view of ``views.py``; a producer runs for
+    ``seconds`` with ``faults`` (never on ``producer_off_node``, the node the faults take away); ``after()``
+    (e.g. wait for a new driver); then every expected result is committed and every client has caught up."""
     kube.wait_ready(GATEWAY_SELECTOR, release.gateway_replicas)
     assert kube.driver() is not None, f"no running driver ({DRIVER_SELECTOR})"
     production = new_production(release, seconds, redis_link.log(release.stream))
 
     def during() -> None:
-        progress(f"{clients} clients connected; producing {production.count} events over {seconds:.0f}s")
+        filtered = len(views_for(release.tenant_token))
+        progress(f"{clients} clients and {filtered} filtered ones connected; "
+                 f"producing {production.count} events over {seconds:.0f}s")
         start_producer(kube, release, production, off_node=producer_off_node)
         if faults is None:
             wait_producer(kube, production, timeout=seconds + PRODUCER_GRACE_S)
@@ -47,7 +50,8 @@ def scenario(kube: Kube, redis_link: RedisLink, release: Release, faults: FaultL
         log = redis_link.log(release.stream)
         return log[-1].seq if log else 0
 
-    tracked = asyncio.run(run_clients(clients, release.ws_url, release.token, during, head))
+    tracked = asyncio.run(run_clients(clients, release.ws_url, release.token, during, head,
+                                      views=views_for(release.tenant_token), tenant_token=release.tenant_token))
     return tracked, production
 
 

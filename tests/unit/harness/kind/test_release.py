@@ -14,6 +14,7 @@ from kubernetes import client as k8s
 
 from sparkwire_harness.kind import release as release_module
 from sparkwire_harness.kind.release import auth_secret_ref, driver_env, mint_token, read_release
+from sparkwire_harness.kind.views import TENANT_FILTER
 
 from .conftest import FakeCore, fake_kube
 
@@ -61,17 +62,23 @@ class Apps:
 
 
 def test_read_release(monkeypatch: pytest.MonkeyPatch) -> None:
-    minted: list[tuple[str, str]] = []
-    monkeypatch.setattr(release_module, "mint_token", lambda secret, stream: minted.append((secret, stream)) or "tok")
+    minted: list[tuple[str, str, object]] = []
+
+    def mint(secret: str, stream: str, scope: object = None) -> str:
+        minted.append((secret, stream, scope))
+        return "scoped" if scope else "tok"
+
+    monkeypatch.setattr(release_module, "mint_token", mint)
     core = FakeCore(secrets={"auth": {"auth-secret": "x" * 32}})
     release = read_release(fake_kube(core, custom=Custom(), apps=Apps(gateway(("auth", "auth-secret")))))
     assert (release.stream, release.bootstrap_servers, release.topic) == ("metrics", "k:9092", "raw")
     assert (release.window_ms, release.delay_ms, release.gateway_image, release.gateway_replicas) == (
         10_000, 5_000, "sparkwire-gateway:abc", 3)
-    assert release.token == "tok" and minted == [("x" * 32, "metrics")]
+    assert (release.token, release.tenant_token) == ("tok", "scoped")
+    assert minted == [("x" * 32, "metrics", None), ("x" * 32, "metrics", {"metrics": dict(TENANT_FILTER)})]
     assert release.ws_url.endswith("/ws?stream=metrics") and release.ws_url.startswith("ws")
     plain = read_release(fake_kube(core, custom=Custom(), apps=Apps(gateway(None))))
-    assert plain.token is None
+    assert plain.token is None and plain.tenant_token is None
 
 
 def test_a_token_is_minted_by_sparkwire_token_with_the_secret_in_its_environment() -> None:
@@ -102,3 +109,10 @@ def test_the_real_sparkwire_token_takes_these_options() -> None:
     payload = json.loads(base64.urlsafe_b64decode(claims + "=" * (-len(claims) % 4)))
     assert payload["sub"] == "kind-e2e" and "metrics" in json.dumps(payload)
     assert payload["exp"] > time.time() + 5 * 3600  # the whole suite
+
+
+def test_a_tenants_token_carries_its_scope_as_sparkwire_token_reads_it() -> None:
+    scope = {"metrics": dict(TENANT_FILTER)}
+    _header, claims, _signature = mint_token("k" * 32, "metrics", scope=scope).split(".")
+    payload = json.loads(base64.urlsafe_b64decode(claims + "=" * (-len(claims) % 4)))
+    assert payload["scope"] == scope
