@@ -6,7 +6,9 @@ Client kinds (``schedule.ClientPlan``): steady; slow (renders each entry in 10 m
 through a 4 KB socket buffer; a process of its own, the one consumer-freeze faults SIGSTOP); cursor
 (leaves, then comes back with the same session object: its old cursor, as a page reload restores it);
 session (leaves, then comes back with its state and session id but no cursor, the protocol's
-server-side bookmark — a new ``ClientSession``, so a new render segment).
+server-side bookmark — a new ``ClientSession``, so a new render segment). Any kind may be filtered or
+scoped (the plan's ``filter``, and a token with a ``scope``: ``views.py``): it records the removals it
+gets as well, and comes back with the same filter.
 
 While it runs the process writes ``status`` (each client's last seq, or -1 while away) twice a second;
 on SIGTERM it stops every client (a last ack each), writes ``report`` and exits. Each client's
@@ -29,7 +31,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from sparkwire.client import ClientSession, ReceivedEntry, StreamClient, TerminalClose
+from sparkwire.client import ClientSession, ReceivedEntry, Removal, StreamClient, TerminalClose
 
 SLOW_RENDER_S = 0.01
 SLOW_RCVBUF = 4096
@@ -64,6 +66,7 @@ class Tracked:
         self.options = options
         self.segments: list[list[list[object]]] = []
         self.boundaries: list[str] = []  # how each segment after the first began: "session"
+        self.removals: list[list[object]] = []  # [seq, key] of every removal that took a key out of the state
         self.finished_sessions: list[dict[str, Any]] = []
         self.loops: list[dict[str, Any]] = []
         self.away = False
@@ -81,8 +84,12 @@ class Tracked:
 
         return on_entry
 
+    def _on_removal(self, removal: Removal) -> None:
+        self.removals.append([removal.seq, removal.key])
+
     def _new_client(self, session: ClientSession | None) -> StreamClient:
-        client = StreamClient(self.plan["url"], token=self.plan["token"], **self.options)
+        client = StreamClient(self.plan["url"], token=self.plan["token"], filter=self.plan.get("filter"),
+                              on_removal=self._on_removal, **self.options)
         if session is None:
             segment: list[list[object]] = []
             self.segments.append(segment)
@@ -140,7 +147,8 @@ class Tracked:
                 old = client.session
                 client = self._new_client(None)
                 client.session = ClientSession(token=self.plan["token"], session_id=old.session_id,
-                                               on_entry=client.session.on_entry, keep_applied=True)
+                                               on_entry=client.session.on_entry, keep_applied=True,
+                                               filter=self.plan.get("filter"), on_removal=self._on_removal)
                 client.session.state = dict(old.state)  # it keeps what it rendered, not its position
                 self.boundaries.append("session")
             self.client = client
@@ -150,6 +158,7 @@ class Tracked:
         sessions = [*self.finished_sessions, self._session_stats(self.client)]
         state = {key: [item.seq, item.processing_id, digest(item.data)] for key, item in self.client.state.items()}
         return {"id": self.plan["id"], "kind": self.plan["kind"], "edge": self.plan["edge"],
+                "profile": self.plan.get("profile", ""), "removals": self.removals,
                 "segments": self.segments, "boundaries": self.boundaries, "state": state,
                 "applied": [list(pair) for pair in self.client.applied], "sessions": sessions,
                 "loops": self.loops, "terminal": self.terminal}

@@ -2,7 +2,8 @@
 job (``chaos/orders.py``), Redis, three gateways behind nginx, hundreds of Python clients and the dashboard
 in Chromium — on this machine, under one seeded fault schedule (printed first; the same seed gives the same
 schedule), then checked: every client's render against results computed independently from the produced
-events, every orders revision against the orders, and the processes' counters. Ends with one line,
+events (a filtered or scoped client's against those its view admits: ``views.py``), every orders revision
+against the orders, and the processes' counters. Ends with one line,
 ``OK exactly once: ...`` or ``FAIL: <client>, seq <n>: ...``; exit 0 or 1.
 """
 
@@ -23,6 +24,7 @@ from typing import Any
 from sparkwire.gateway.auth.tokens import issue_token
 from sparkwire.replaylog import ReplayLogReader
 from sparkwire_harness.chaos import faults as fault_kinds
+from sparkwire_harness.chaos import views
 from sparkwire_harness.chaos.counters import cross_check
 from sparkwire_harness.chaos.monitor import Monitor, client_id
 from sparkwire_harness.chaos.orders import OrdersCheck, OrdersSide, SupervisedOrders
@@ -132,9 +134,13 @@ def _start_clients(topology: Topology, schedule: Schedule, secret: str, t0: floa
 
 
 def _client_plan(topology: Topology, plan: Any, secret: str, ttl: int) -> dict[str, Any]:
+    """What a client process runs for ``plan``: a filtered client's ``filter`` and its token's scope from its
+    profile (``views.py``)."""
+    profile = views.BY_NAME[plan.profile] if plan.profile else views.Profile("")
     return {"id": plan.id, "kind": plan.kind, "edge": plan.edge, "url": topology.edge_ws(plan.edge),
             "port": topology.proxy_port(plan.edge), "absences": [list(a) for a in plan.absences],
-            "token": issue_token(secret, [STREAM], ttl, subject=f"client-{plan.id}", now=int(time.time()))}
+            "profile": plan.profile, "filter": profile.filter,
+            "token": views.token(secret, STREAM, profile, ttl, subject=f"client-{plan.id}")}
 
 
 def _wait(condition: Any, timeout: float, what: str) -> bool:
@@ -308,6 +314,8 @@ def _report(verdict: Verdict, counter_lines: list[str], orders_check: OrdersChec
         print(line, flush=True)
     for problem in verdict.problems[:10]:
         _say(f"problem: {problem.who} seq {problem.seq}: {problem.what}")
+    for filtered in verdict.filtered_lines:  # each filtered or scoped client against its own oracle
+        _say(filtered)
     for line in orders_check.lines:
         _say(line)
     line = verdict_line(verdict, schedule.counts(), _fault_before(verdict, applied, t0))

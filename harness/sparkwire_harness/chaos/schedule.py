@@ -15,8 +15,12 @@ way, half the other; on the single one, ``redis-kill`` and ``kafka-restart`` (re
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import random
 from dataclasses import dataclass, field
+
+from sparkwire_harness.chaos.views import METRIC_PROFILES
 
 # Fault kind -> the category the final line counts it under.
 CATEGORY = {
@@ -102,6 +106,8 @@ class ClientPlan:
     edge: str
     absences: tuple[tuple[float, float], ...] = ()
     """(leave, return) in seconds after the start of the fault window."""
+    profile: str = ""
+    """A filtered or scoped client: the name of its ``views.METRIC_PROFILES`` profile; "" for every entry."""
 
 
 @dataclass(frozen=True)
@@ -131,6 +137,9 @@ class Schedule:
         for client in resumes:
             spans = ", ".join(f"+{a:.1f}s..+{b:.1f}s" for a, b in client.absences)
             lines.append(f"  client {client.id:>3} ({client.kind}, {client.edge}) away {spans}")
+        filtered = [c for c in self.clients if c.profile]
+        lines.append(f"filtered and scoped clients: {len(filtered)}" + (": " if filtered else "")
+                     + ", ".join(f"{c.id} ({c.kind}) {c.profile}" for c in filtered))
         return "\n".join(lines)
 
 
@@ -221,7 +230,26 @@ def _clients(rng: random.Random, count: int, window_s: float) -> list[ClientPlan
                 absences.append((round(at, 1), round(at + away, 1)))
                 at += away + rng.uniform(5, window_s / 3)
         plans.append(ClientPlan(index, kind, LINKS["client-nginx"][index % EDGES], tuple(absences)))
-    return plans
+    return _with_profiles(plans)
+
+
+def _with_profiles(plans: list[ClientPlan]) -> list[ClientPlan]:
+    """One client in ten (at least one per profile) subscribes filtered or with a scoped token: the first
+    ones those that leave and come back (cursor and session alternately), then a slow one, then steady ones
+    spread over the ids; profiles taken in turn. No draw from the seed's generator: the faults and the
+    clients' plans of a seed stay what they were."""
+    if not plans:
+        return plans
+    by_kind = {kind: [p for p in plans if p.kind == kind] for kind in ("cursor", "session", "slow", "steady")}
+    returning = [p for pair in itertools.zip_longest(by_kind["cursor"], by_kind["session"]) for p in pair if p]
+    steady = by_kind["steady"]
+    wanted = min(len(plans), max(len(METRIC_PROFILES), len(plans) // 10))
+    picked = returning[:4] + by_kind["slow"][:1]
+    stride = max(1, len(steady) // max(1, wanted - len(picked)))
+    picked += steady[::stride]
+    picked += [p for p in plans if p not in picked]
+    names = {p.id: METRIC_PROFILES[i % len(METRIC_PROFILES)].name for i, p in enumerate(picked[:wanted])}
+    return [dataclasses.replace(p, profile=names.get(p.id, "")) for p in plans]
 
 
 def build_schedule(seed: int, minutes: float, clients: int = 200, topology: str = "replicated") -> Schedule:

@@ -9,6 +9,12 @@ results themselves. Across clients, no two may have rendered different results u
 processes come last. The first problem found — the earliest
 committed seq any client got wrong — makes the FAIL line, with the last fault injected before that
 seq's commit.
+
+A filtered or scoped client (``views.py``) is checked against its own oracle instead: the expected results
+kept by the harness's own reading of its view (scope AND filter), in the log's seq order — each rendered
+exactly once, in that order, nothing of the view missing, nothing outside it (an entry its scope excludes is
+named as such), and its final state the view's latest result per key. One line per filtered client
+(``Verdict.filtered_lines``).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from typing import Any
 
 from sparkwire.replaylog.model import Entry
 from sparkwire_harness.chaos.clients import digest
+from sparkwire_harness.chaos.views import BY_NAME, Profile, admits, admits_view
 from sparkwire_harness.verify import WindowResult, compare
 
 
@@ -43,6 +50,10 @@ class Verdict:
     contradictions: int = 0
     """Seqs of an epoch rendered with two different results (by two clients, or one client twice)."""
     resent_after_session_resume: int = 0
+    outside_view: int = 0
+    """Entries a filtered client rendered that its view does not hold (outside its scope or its filter)."""
+    filtered_lines: list[str] = field(default_factory=list)
+    """One line per filtered or scoped client: OK, or FAIL with its first problem."""
     problems: list[Problem] = field(default_factory=list)
     counter_problems: list[str] = field(default_factory=list)
 
@@ -58,8 +69,11 @@ class LogView:
         self.by_seq = {e.seq: (e.processing_id, digest(json.loads(e.data)), e.commit_ms) for e in entries}
         self.last_seq = max(self.by_seq, default=0)
         self.latest: dict[str, list[Any]] = {}
+        self.rows: dict[int, tuple[str, Any]] = {}
+        """seq -> the entry's key and data."""
         for e in entries:
             self.latest[e.key] = [e.seq, e.processing_id, self.by_seq[e.seq][1]]
+            self.rows[e.seq] = (e.key, json.loads(e.data))
 
     def commit_ms(self, seq: int) -> int:
         return self.by_seq.get(seq, ("", 0, 0))[2]
@@ -96,6 +110,11 @@ def check_client(name: str, report: Mapping[str, Any], log: LogView, verdict: Ve
     for key, item in log.latest.items():
         if report["state"].get(key) != item:
             problem(int(item[0]), f"final state of {key} is {report['state'].get(key)}, the log's latest is {item}")
+    _check_sessions(report, problem)
+
+
+def _check_sessions(report: Mapping[str, Any], problem: Any) -> None:
+    """The client's own counters: no duplicate or gap seen, no snapshot but the first, no terminal close."""
     for session in report["sessions"]:
         if session["duplicates"] or session["gaps"]:
             problem(0, f"client counted {session['duplicates']} duplicates and {session['gaps']} gaps")
@@ -104,6 +123,93 @@ def check_client(name: str, report: Mapping[str, Any], log: LogView, verdict: Ve
             problem(0, f"restarted from a snapshot: {resets}")
     if report.get("terminal"):
         problem(0, f"ended by a terminal close: {report['terminal']}")
+
+
+def expected_document(result: WindowResult) -> dict[str, Any]:
+    """An expected result as the aggregator writes it (docs/replay-log.md): what a filter is evaluated on."""
+    return {"metricName": result.metric, "windowStart": result.window_start, "windowEnd": result.window_end,
+            "count": result.count, "sum": result.total, "min": result.minimum, "max": result.maximum,
+            "avg": result.average}
+
+
+def view_oracle(profile: Profile, expected: Mapping[str, WindowResult], log: LogView) -> list[int]:
+    """The seqs a client of ``profile`` must render, in order: the expected results its view admits (the
+    harness's reading of the filter form on the independently computed results), where the log holds them
+    (an expected result the log lacks is the log's problem, reported as such)."""
+    admitted = {pid for pid, result in expected.items()
+                if admits_view(profile, result.metric, expected_document(result))}
+    return sorted(seq for seq, (pid, _, _) in log.by_seq.items() if pid in admitted)
+
+
+def outside(profile: Profile, row: tuple[str, Any] | None) -> str:
+    """Why an entry is not in the view: not in the log, outside the scope, or outside the filter."""
+    if row is None:
+        return "which the log does not hold"
+    if not admits(profile.scope, *row):
+        return "outside its scope"
+    return "outside its filter" if not admits(profile.filter, *row) else "outside its view"
+
+
+def check_filtered_client(name: str, report: Mapping[str, Any], profile: Profile,
+                          expected: Mapping[str, WindowResult], log: LogView, verdict: Verdict) -> None:
+    """A filtered or scoped client against its own oracle (``view_oracle``): every result of its view once per
+    ``ClientSession`` in seq order, nothing else; its final state the view's latest result per key; no
+    removal (the metrics stream is append mode)."""
+    found: list[Problem] = []
+
+    def problem(seq: int, what: str) -> None:
+        found.append(Problem(name, seq, what, log.commit_ms(seq)))
+
+    want = view_oracle(profile, expected, log)
+    position = {seq: index for index, seq in enumerate(want)}
+    rendered: set[int] = set()
+    for index, segment in enumerate(report["segments"]):
+        previous: int | None = -1 if index == 0 else None  # index in ``want`` of the last one rendered
+        seen: set[object] = set()
+        for seq, pid, value, *_epoch in segment:
+            at = position.get(seq)
+            if at is None:
+                verdict.outside_view += 1
+                problem(seq, f"rendered seq {seq} ({pid}), {outside(profile, log.rows.get(seq))}")
+                continue
+            if pid in seen or (previous is not None and at <= previous):
+                verdict.duplicates += 1
+                problem(seq, f"rendered seq {seq} ({pid}) again")
+            elif previous is not None and at > previous + 1:
+                verdict.gaps += 1
+                problem(want[previous + 1], f"jumped from seq {want[previous] if previous >= 0 else 0} to {seq}, "
+                                            f"over {at - previous - 1} results of its view")
+            previous = at if previous is None else max(previous, at)
+            seen.add(pid)
+            held = log.by_seq.get(seq)
+            if held is None or (held[0], held[1]) != (pid, value):
+                problem(seq, f"rendered {pid}/{value} where the log holds {held[:2] if held else 'nothing'}")
+            if seq in rendered:
+                verdict.resent_after_session_resume += 1
+            rendered.add(seq)
+    missing = [seq for seq in want if seq not in rendered]
+    if missing:
+        verdict.lost += len(missing)
+        problem(missing[0], f"never rendered {len(missing)} results of its view, from seq {missing[0]} on")
+    latest: dict[str, list[Any]] = {}
+    for seq in want:
+        latest[log.rows[seq][0]] = [seq, log.by_seq[seq][0], log.by_seq[seq][1]]
+    state = report["state"]
+    for key in sorted(set(latest) | set(state)):
+        if state.get(key) != latest.get(key):
+            problem(int((latest.get(key) or state[key])[0]),
+                    f"final state of {key} is {state.get(key)}, its view's latest is {latest.get(key)}")
+    if report.get("removals"):
+        problem(int(report["removals"][0][0]), f"got {len(report['removals'])} removals from an append-mode stream")
+    _check_sessions(report, problem)
+    verdict.problems += found
+    label = f"filtered client {report['id']} ({report['kind']}, {report['edge']}, {profile.name})"
+    if found:
+        first = min(found, key=lambda p: (p.commit_ms == 0, p.commit_ms, p.seq))
+        verdict.filtered_lines.append(f"{label}: FAIL, {len(found)} problems, first: seq {first.seq}: {first.what}")
+    else:
+        verdict.filtered_lines.append(f"{label}: OK exactly once, {len(want):,} of the log's {len(log.by_seq):,} "
+                                      f"results in its view, {len(latest)} keys at the end")
 
 
 def check_contradictions(clients: Sequence[Mapping[str, Any]], log: LogView, verdict: Verdict) -> None:
@@ -175,7 +281,8 @@ def check_page(report: Mapping[str, Any], expected: Mapping[str, WindowResult], 
 
 
 def verify(expected: Mapping[str, WindowResult], entries: Sequence[Entry], clients: Sequence[Mapping[str, Any]],
-           page: Mapping[str, Any] | None, counter_problems: list[str]) -> Verdict:
+           page: Mapping[str, Any] | None, counter_problems: list[str],
+           profiles: Mapping[str, Profile] = BY_NAME) -> Verdict:
     verdict = Verdict(clients=len(clients) + (page is not None), results=len(expected))
     report = compare(expected, list(entries))
     log = LogView(entries)
@@ -183,7 +290,11 @@ def verify(expected: Mapping[str, WindowResult], entries: Sequence[Entry], clien
         first = min((e.seq for e in entries), default=0)
         verdict.problems.append(Problem("log", first, f"the log is not the expected results: {report.summary()}"))
     for client in clients:
-        check_client(f"client {client['id']} ({client['kind']}, {client['edge']})", client, log, verdict)
+        name = f"client {client['id']} ({client['kind']}, {client['edge']})"
+        if client.get("profile"):
+            check_filtered_client(name, client, profiles[client["profile"]], expected, log, verdict)
+        else:
+            check_client(name, client, log, verdict)
     check_contradictions(clients, log, verdict)
     if page is not None:
         check_page(page, expected, log, verdict)

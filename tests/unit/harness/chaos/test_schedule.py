@@ -3,9 +3,13 @@ run mixes every kind of fault the chaos run promises."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
+from sparkwire_harness.chaos import schedule as schedule_module
 from sparkwire_harness.chaos.schedule import CATEGORIES, LINKS, PAUSE_S, TOXICS, build_schedule
+from sparkwire_harness.chaos.views import BY_NAME, METRIC_PROFILES
 
 
 def test_the_same_seed_gives_the_same_schedule_and_another_seed_another() -> None:
@@ -96,3 +100,31 @@ def test_every_run_fails_over_the_input_partitions_leader_at_least_twice_for_the
     assert {dict(f.params)["partition"] for f in leader} == {0, 1}  # a crash and a cut
     for fault in leader:
         assert fault.duration_s >= 3.0 and fault.ends_s <= schedule.window_s - 2, fault.describe()
+
+
+@pytest.mark.parametrize(("clients", "filtered"), [(50, 6), (200, 20), (6, 6), (3, 3)])
+def test_one_client_in_ten_is_filtered_or_scoped_every_profile_at_least_once(clients: int, filtered: int) -> None:
+    plans = build_schedule(90417, 3, clients).clients
+    profiles = [c.profile for c in plans if c.profile]
+    assert len(profiles) == filtered
+    assert set(profiles) == {p.name for p in METRIC_PROFILES[:filtered]}
+    assert set(profiles) <= set(BY_NAME)
+
+
+@pytest.mark.parametrize("seed", [7, 90417, 3])
+def test_filtered_and_scoped_clients_also_leave_and_come_back_with_a_cursor_and_with_a_session(seed: int) -> None:
+    plans = build_schedule(seed, 2, 50).clients
+    returning = {c.kind for c in plans if c.profile and c.absences}
+    assert returning == {"cursor", "session"}
+    scoped = [c for c in plans if c.profile and BY_NAME[c.profile].scope is not None]
+    assert any(c.absences for c in scoped)
+
+
+def test_profiles_draw_nothing_from_the_seed_so_faults_and_plans_stay_the_same(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    with_profiles = build_schedule(11, 10)
+    monkeypatch.setattr(schedule_module, "_with_profiles", lambda plans: plans)
+    without = build_schedule(11, 10)
+    assert with_profiles.faults == without.faults
+    assert [dataclasses.replace(c, profile="") for c in with_profiles.clients] == without.clients
+    assert "filtered and scoped clients: 20: " in with_profiles.describe()

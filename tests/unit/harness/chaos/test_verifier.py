@@ -8,7 +8,8 @@ from typing import Any
 
 from sparkwire.replaylog.model import Entry
 from sparkwire_harness.chaos.clients import digest
-from sparkwire_harness.chaos.verifier import first_problem, verdict_line, verify
+from sparkwire_harness.chaos.verifier import LogView, first_problem, verdict_line, verify, view_oracle
+from sparkwire_harness.chaos.views import Profile
 from sparkwire_harness.verify import WindowResult
 
 COUNTS = {"driver": 1, "gateway": 2, "redis": 0, "kafka": 1, "net": 3, "client": 0}
@@ -153,3 +154,99 @@ def test_the_same_seq_in_two_epochs_may_hold_different_results() -> None:
     later["segments"].append(moved)
     verdict = verify(expected(), log(), [client([[1, 2, 3, 4, 5, 6]]), later], None, [])
     assert verdict.contradictions == 0
+
+
+# Filtered and scoped clients, each against its own oracle: the expected results its view admits.
+PROFILES = {"keys": Profile("keys", filter={"$key": {"in": ["a", "c"]}}),  # seqs 1, 3, 4, 6
+            "scoped": Profile("scoped", scope={"metricName": "b"}),  # seqs 2, 5
+            "scoped+max": Profile("scoped+max", scope={"$key": {"in": ["b", "c"]}}, filter={"max": {"ge": 6}})}  # 3, 6
+
+
+def filtered(profile: str, segments: list[list[int]], **changes: Any) -> dict[str, Any]:
+    view = {1: [1, 3, 4, 6], 2: [2, 5], 3: [3, 6]}[list(PROFILES).index(profile) + 1]
+    by_seq = {e.seq: e for e in log()}
+    state = {by_seq[s].key: [s, by_seq[s].processing_id, digest(json.loads(by_seq[s].data))] for s in view}
+    return client(segments, **{"id": 5, "profile": profile, "state": state, "removals": [], **changes})
+
+
+def filtered_verdict(*clients: dict[str, Any]) -> Any:
+    return verify(expected(), log(), list(clients), None, [], profiles=PROFILES)
+
+
+def test_filtered_and_scoped_clients_rendering_their_views_once_are_ok_each_with_its_line() -> None:
+    verdict = filtered_verdict(client([[1, 2, 3, 4, 5, 6]]), filtered("keys", [[1, 3, 4, 6]]),
+                               filtered("scoped", [[2, 5]], id=6), filtered("scoped+max", [[3, 6]], id=7))
+    assert verdict.ok, verdict.problems
+    assert verdict.filtered_lines == [
+        "filtered client 5 (steady, edge-1, keys): OK exactly once, 4 of the log's 6 results in its view, 2 keys at "
+        "the end",
+        "filtered client 6 (steady, edge-1, scoped): OK exactly once, 2 of the log's 6 results in its view, 1 keys "
+        "at the end",
+        "filtered client 7 (steady, edge-1, scoped+max): OK exactly once, 2 of the log's 6 results in its view, 1 "
+        "keys at the end"]
+    assert verdict_line(verdict, COUNTS, None).startswith("OK exactly once: 4 clients x 6 results")
+
+
+def test_the_oracle_is_the_expected_results_filtered_not_the_log() -> None:
+    """A result the log lacks is not asked of the client (the log's own check fails the run), and the filter
+    is evaluated on the independently computed values."""
+    profile = Profile("many", filter={"count": 2, "sum": {"gt": 3.5}, "region": {"isNull": True}})
+    assert view_oracle(profile, expected(), LogView(log())) == [2, 3, 5, 6]
+    assert view_oracle(profile, expected(), LogView(log()[:4])) == [2, 3]
+
+
+def test_a_filtered_client_that_got_an_extra_entry_fails() -> None:
+    verdict = filtered_verdict(filtered("keys", [[1, 2, 3, 4, 6]]))
+    assert not verdict.ok and verdict.outside_view == 1
+    assert verdict.filtered_lines[0].startswith("filtered client 5 (steady, edge-1, keys): FAIL, 1 problems, "
+                                                "first: seq 2: rendered seq 2 (")
+    assert verdict.filtered_lines[0].endswith("outside its filter")
+    assert verdict_line(verdict, COUNTS, None).startswith("FAIL: client 5 (steady, edge-1), seq 2: rendered seq 2")
+
+
+def test_a_filtered_client_that_missed_an_entry_of_its_view_fails() -> None:
+    verdict = filtered_verdict(filtered("keys", [[1, 3, 6]]))
+    assert not verdict.ok and verdict.gaps == 1 and verdict.lost == 1
+    assert "FAIL" in verdict.filtered_lines[0] and "jumped from seq 3 to 6, over 1 results of its view" in \
+        verdict.filtered_lines[0]
+    tail = filtered_verdict(filtered("keys", [[1, 3, 4]]))  # the last one never came
+    assert any("never rendered 1 results of its view, from seq 6 on" in p.what for p in tail.problems)
+    first = filtered_verdict(filtered("scoped", [[5]]))  # the first one never came
+    assert any("jumped from seq 0 to 5" in p.what for p in first.problems)
+
+
+def test_a_scoped_client_that_got_an_entry_outside_its_scope_fails_naming_the_scope() -> None:
+    verdict = filtered_verdict(filtered("scoped", [[2, 4, 5]]))
+    assert not verdict.ok and verdict.outside_view == 1
+    assert any(p.seq == 4 and p.what.endswith("outside its scope") for p in verdict.problems)
+    # within the scope but not the client's own filter: named as the filter's
+    within = filtered_verdict(filtered("scoped+max", [[2, 3, 6]]))
+    assert any(p.seq == 2 and p.what.endswith("outside its filter") for p in within.problems)
+
+
+def test_a_filtered_client_rendering_twice_out_of_order_or_a_wrong_value_fails() -> None:
+    assert filtered_verdict(filtered("keys", [[1, 3, 3, 4, 6]])).duplicates == 1
+    assert not filtered_verdict(filtered("keys", [[1, 4, 3, 6]])).ok
+    wrong = filtered("keys", [[1, 3, 4, 6]])
+    wrong["segments"][0][1][2] = 4242
+    assert any("rendered" in p.what and "where the log holds" in p.what for p in filtered_verdict(wrong).problems)
+
+
+def test_a_filtered_session_only_resume_may_hand_back_what_it_holds_but_must_not_skip() -> None:
+    verdict = filtered_verdict(filtered("keys", [[1, 3], [3, 4, 6]], kind="session"))
+    assert verdict.ok and verdict.resent_after_session_resume == 1
+    skipped = filtered_verdict(filtered("keys", [[1, 3], [6]], kind="session"))
+    assert any("never rendered 1 results of its view, from seq 4 on" in p.what for p in skipped.problems)
+
+
+def test_a_filtered_clients_final_state_is_its_views_latest_and_no_removal_comes_in_append_mode() -> None:
+    extra_key = filtered("scoped", [[2, 5]])
+    extra_key["state"]["a"] = [4, log()[3].processing_id, 0]
+    assert any("final state of a is" in p.what for p in filtered_verdict(extra_key).problems)
+    stale = filtered("keys", [[1, 3, 4, 6]])
+    stale["state"]["a"] = [1, log()[0].processing_id, digest(json.loads(log()[0].data))]
+    assert not filtered_verdict(stale).ok
+    removed = filtered("keys", [[1, 3, 4, 6]], removals=[[4, "a"]])
+    assert any("removals from an append-mode stream" in p.what for p in filtered_verdict(removed).problems)
+    reset = filtered("keys", [[1, 3, 4, 6]], sessions=[{"duplicates": 0, "gaps": 0, "resets": {"view_changed": 1}}])
+    assert any("restarted from a snapshot" in p.what for p in filtered_verdict(reset).problems)
