@@ -371,10 +371,23 @@ export class ResultHistory {
   }
 
   /**
+   * Drops a key's card and points: a removal (a filtered view in update mode, docs/protocol.md "Move-in and
+   * move-out") says its newest revision no longer matches; if a later one matches again it comes as an entry
+   * and the card is back with it. Returns whether the key was drawn.
+   */
+  remove(key) {
+    const held = this.results.delete(key);
+    if (held) this.dirty.add(key);
+    return held;
+  }
+
+  /**
    * Starts the charts from a `GET /history` document (`fetchHistory`): its entries, and the items (latest
    * result per key) of keys with no entry among them, so every key gets its card. Returns how many points
    * it drew. The client then starts after `doc.seq` (SparkwireClient.startAfter): each entry is drawn once,
-   * from the history or from the live feed, never both.
+   * from the history or from the live feed, never both. A filtered document (`doc.view`: a filter or a
+   * scoped token) holds the view's entries only; in update mode a key whose newest revision left the view
+   * (absent from `items`) gets no card, though older revisions of it matched.
    */
   load(doc) {
     this.reset(doc.epoch);
@@ -383,6 +396,7 @@ export class ResultHistory {
     for (const [key, item] of Object.entries(doc.items)) {
       if (item.seq < firstSeq) this.put(key, item.processingId, item.data);
     }
+    if (doc.view !== undefined && this.layout?.revisions) this.keepOnly(Object.keys(doc.items));
     const loaded = this.size();
     this._resetCounts();  // counts of this page's life, not of what it loaded
     return loaded;
@@ -394,15 +408,22 @@ export class ResultHistory {
    * lowest seq it covered (Infinity if none): no result is missing when that is at most the page's
    * position before the snapshot + 1.
    */
-  backfill(doc, epoch, seq) {
+  backfill(doc, epoch, seq, keys = null) {
     if (doc.epoch !== epoch || this.epoch !== epoch) return Infinity;
     let lowest = Infinity;
     for (const entry of doc.entries) {
       if (entry.seq > seq) break;
-      this.put(entry.key, entry.processingId, entry.data);
       lowest = Math.min(lowest, entry.seq);
+      // `keys` (a filtered view in update mode: the snapshot's keys): a key outside them left the view.
+      if (keys === null || keys.has(entry.key)) this.put(entry.key, entry.processingId, entry.data);
     }
     return lowest;
+  }
+
+  /** Drops every key but `keys` (a filtered snapshot's, in update mode: the others left the view). */
+  keepOnly(keys) {
+    const kept = new Set(keys);
+    for (const key of [...this.results.keys()]) if (!kept.has(key)) this.remove(key);
   }
 
   _resetCounts() {
@@ -488,23 +509,81 @@ const bearer = (token, timeoutMs) => ({ cache: "no-store", headers: token ? { Au
                                         ...(timeoutMs ? { signal: AbortSignal.timeout(timeoutMs) } : {}) });
 
 /**
- * `GET /history?stream=…&last=…` (docs/protocol.md): the last `last` entries of the log (the gateway caps
- * it) and the state they end at, read in one transaction. Resolves to {epoch, seq, firstSeq, entries, items};
- * rejects on an HTTP error or a document that is not one.
+ * `GET /history?stream=…&last=…[&filter=…]` (docs/protocol.md): the last `last` entries of the log (the
+ * gateway caps it) and the state they end at, read in one transaction. Resolves to {epoch, seq, firstSeq,
+ * entries, items, digest?, view?}; rejects on an HTTP error (with the gateway's reason) or a document that is
+ * not one. With a `filter` (an object, docs/protocol.md "The filter form") or a token with a scope, the
+ * gateway answers the view's entries and state only, with its `view` and the `digest` at `seq`: the entries
+ * may then end before `seq` (the later ones did not match), and the client starts after `seq` in that view
+ * (`historyPosition`).
  */
-export async function fetchHistory(stream, last, token) {
+export async function fetchHistory(stream, last, token, filter = null) {
   const query = new URLSearchParams({ stream, last: String(last) });
+  if (filter !== null) query.set("filter", JSON.stringify(filter));
   const response = await fetch(`/history?${query}`, bearer(token));
-  if (!response.ok) throw new Error(`GET /history: HTTP ${response.status}`);
+  if (!response.ok) {
+    const reason = await response.json().then((body) => body?.error, () => null);
+    throw new Error(`GET /history: HTTP ${response.status}${typeof reason === "string" ? `: ${reason}` : ""}`);
+  }
   const doc = await response.json();
   const count = (v) => Number.isSafeInteger(v) && v >= 0;
+  const view = doc?.view;
   const ok = doc !== null && typeof doc === "object" && typeof doc.epoch === "string" && count(doc.seq)
     && Array.isArray(doc.entries) && doc.items !== null && typeof doc.items === "object"
+    && (view === undefined || (typeof view === "string" && /^[0-9a-f]{16}$/.test(view)))
+    && (doc.digest === undefined || typeof doc.digest === "string")
     && doc.entries.every((e, i) => e !== null && typeof e === "object" && typeof e.processingId === "string"
       && count(e.seq) && e.seq > (i ? doc.entries[i - 1].seq : 0))  // in seq order…
-    && (doc.entries.length === 0 || doc.entries.at(-1).seq === doc.seq);  // …ending where the state is
+    && (doc.entries.length === 0 || doc.entries.at(-1).seq === doc.seq  // …ending where the state is
+        || (view !== undefined && doc.entries.at(-1).seq < doc.seq));  // (a view: at or before it)
   if (!ok) throw new Error("GET /history: not a history document");
   return doc;
+}
+
+/**
+ * Where the client starts after a `GET /history` document (SparkwireClient.startAfter): {epoch, seq, items},
+ * and for a filtered document the view and the digest of the log's entry at `seq`, so that the hello's cursor
+ * is of that view (a cursor of no view would get a snapshot: `view_changed`).
+ */
+export function historyPosition(doc) {
+  const position = { epoch: doc.epoch, seq: doc.seq, items: doc.items };
+  if (doc.view !== undefined) {
+    position.view = doc.view;
+    if (doc.digest !== undefined) position.digest = doc.digest;
+  }
+  return position;
+}
+
+/** Best effort, for showing only: the `scope` claim of a JWT for `stream` (the gateway reads and enforces it;
+ *  a gateway reading another claim, --auth-scope-claim, is not known here). Null when none can be read. */
+export function tokenScope(token, stream) {
+  try {
+    const part = token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/");
+    const claims = JSON.parse(new TextDecoder().decode(Uint8Array.from(atob(part), (c) => c.charCodeAt(0))));
+    const scope = claims?.scope;
+    if (!isObject(scope)) return null;
+    const own = Object.hasOwn(scope, stream) ? scope[stream] : scope["*"];
+    return isObject(own) ? own : null;
+  } catch {
+    return null;
+  }
+}
+
+const OPERATORS = { eq: "=", lt: "<", le: "≤", gt: ">", ge: "≥" };
+
+/** A filter (docs/protocol.md "The filter form") in words for the page's header: `tenant = acme · count ≥ 10`. */
+export function describeFilter(filter) {
+  if (!isObject(filter)) return "";
+  const scalar = (v) => typeof v === "string" ? v : JSON.stringify(v);
+  return Object.entries(filter).map(([name, condition]) => {
+    const field = name === "$key" ? "key" : name;
+    if (!isObject(condition)) return `${field} = ${scalar(condition)}`;
+    return Object.entries(condition).map(([op, operand]) => {
+      if (op === "in" && Array.isArray(operand)) return `${field} in ${operand.map(scalar).join(", ")}`;
+      if (op === "isNull") return operand ? `${field} absent` : `${field} present`;
+      return `${field} ${OPERATORS[op] ?? op} ${scalar(operand)}`;
+    }).join(" · ");
+  }).join(" · ");
 }
 
 /** `GET /streams`: the names of the streams the gateway serves (with auth on, those `token` grants). */
