@@ -190,7 +190,7 @@ class OrdersSide:
             problems = check_filtered(filtered, entries)
             if problems:
                 clients_ok = False
-                lines.append(f"{label}: FAIL, {len(problems)} problems, first: {problems[0]}")
+                lines.append(f"{label}: FAIL, {len(problems)} problems: {'; '.join(problems[:3])}")
                 continue
             oracle = views.update_oracle(filtered.profile, [(e.seq, e.processing_id, e.key, json.loads(e.data))
                                                             for e in entries])

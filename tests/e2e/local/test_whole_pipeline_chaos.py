@@ -2,7 +2,9 @@
 nginx, 50 Python clients and the dashboard in Chromium, and the orders example's job with its own clients)
 under the seeded fault schedule of every kind — driver, gateway, Redis and Kafka kills, toxiproxy faults on
 every link, frozen and returning clients — and every client's render checked against results computed from
-the produced events, every orders revision against the produced orders."""
+the produced events, every orders revision against the produced orders. One client in ten of each stream is
+filtered or holds a scoped token, and is checked against its own oracle: those results filtered by the
+harness's own reading of its view."""
 
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from sparkwire_harness.chaos.views import METRIC_PROFILES, ORDER_PROFILES
 
 pytestmark = pytest.mark.slow
 
@@ -53,4 +57,17 @@ def test_a_short_chaos_run_delivers_every_result_and_every_own_query_revision_ex
                        output)
     assert orders is not None and int(orders[1]) > 500 and int(orders[2]) > 50, output[-3000:]
     assert "orders client" not in output and "orders problem" not in output
+    # Filtered and scoped clients (one in ten, every profile once here), each OK against its own oracle, some
+    # of them through a cursor resume and a session resume; on the orders stream, with removals.
+    filtered = re.findall(r"\[chaos\] filtered client \d+ \((\w+), edge-\d, ([\w+]+)\): (OK exactly once, ([\d,]+))?",
+                          output)
+    assert len(filtered) == len(METRIC_PROFILES) and all(ok for _, _, ok, _ in filtered), output[-6000:]
+    assert {name for _, name, _, _ in filtered} == {p.name for p in METRIC_PROFILES}
+    assert {kind for kind, _, _, _ in filtered} >= {"cursor", "session"}
+    assert sum(int(n.replace(",", "")) for _, _, _, n in filtered) > 100
+    ordered = re.findall(r"\[chaos\] orders filtered client \d+ \(([\w+]+)\): OK exactly once, (\d+) revisions and "
+                         r"(\d+) removals", output)
+    assert {name for name, _, _ in ordered} == {p.name for p in ORDER_PROFILES}, output[-6000:]
+    assert all(int(revisions) > 0 for _, revisions, _ in ordered)
+    assert any(int(removals) > 0 for _, _, removals in ordered)
     print(f"{last} ({time.monotonic() - started:.0f} s)")
