@@ -12,7 +12,7 @@ import random
 import socket
 import time
 from collections import Counter, deque
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from websockets.asyncio.client import ClientConnection, connect
@@ -72,14 +72,15 @@ DEFAULT_MAX_QUEUED = 1_000
 
 
 class _EntryQueue:
-    """The entries applied while ``async for`` runs and not yet taken by it. The connection loop reads no
-    further frame while it holds ``max_queued`` or more (it holds at most that plus one frame's entries)."""
+    """The entries applied while ``async for`` runs and not yet taken by it, and the removals among them in
+    seq order. The connection loop reads no further frame while it holds ``max_queued`` or more (it holds at
+    most that plus one frame's items)."""
 
     def __init__(self, max_queued: int) -> None:
         if max_queued < 1:
             raise ValueError(f"max_queued must be at least 1, got {max_queued}")
         self.max_queued = max_queued
-        self.entries: deque[ReceivedEntry] = deque()
+        self.entries: deque[ReceivedEntry | Removal] = deque()
         self.readable = asyncio.Event()  # an entry was put, or the client ended: the iterator looks again
         self.room = asyncio.Event()  # an entry was taken, or the iterator or client ended: the loop looks again
         self.detached = False
@@ -88,11 +89,11 @@ class _EntryQueue:
     def full(self) -> bool:
         return not self.detached and len(self.entries) >= self.max_queued
 
-    def put(self, entries: tuple[ReceivedEntry, ...]) -> None:
+    def put(self, entries: Sequence[ReceivedEntry | Removal]) -> None:
         self.entries.extend(entries)
         self.readable.set()
 
-    def take(self) -> ReceivedEntry:
+    def take(self) -> ReceivedEntry | Removal:
         entry = self.entries.popleft()
         if len(self.entries) < self.max_queued:
             self.room.set()
@@ -115,8 +116,10 @@ class StreamClient:
     ``filter`` (docs/protocol.md, "The filter form": field -> condition, ``"$key"`` for the key) asks for
     the entries that match it only; it is checked here, so a bad one raises ``FilterError`` (a
     ``ValueError`` naming the part) before any connection. ``on_removal`` gets the ``Removal`` of each key
-    that stopped matching (update mode), once, as it leaves ``state``. A server that refuses the filter
-    closes with 4422 (invalid) or 4423 (outside the token's scope): ``TerminalClose``.
+    that stopped matching (update mode), once, as it leaves ``state`` — or, while ``async for`` runs, from
+    the iteration in its place among the entries (after the entries before it are taken, before the next
+    one is yielded), so a loop that renders what it takes never shows a key after its removal. A server
+    that refuses the filter closes with 4422 (invalid) or 4423 (outside the token's scope): ``TerminalClose``.
 
     ``async for entry in client`` (or ``client.entries(max_queued)``) yields the entries applied from then
     on, each once, in seq order; it runs the client unless ``run()`` already runs, and ends when the client
@@ -149,7 +152,9 @@ class StreamClient:
         self.refresh_token = refresh_token
         self.session = ClientSession(token=token, on_entry=on_entry, dedup_capacity=dedup_capacity,
                                      recent_capacity=recent_capacity, keep_applied=keep_applied, clock=clock,
-                                     filter=filter, on_removal=on_removal)
+                                     filter=filter, on_removal=on_removal and self._removed)
+        self._on_removal = on_removal
+        self._removals: list[Removal] = []  # taken out of the state by the frame being handled, while async for runs
         self.reconnect = reconnect if reconnect is not None else ReconnectPolicy()
         self.open_timeout_s = open_timeout_s
         # No frame at all for this long (the server pings every 20 s) means a dead or paused server, whose
@@ -222,6 +227,23 @@ class StreamClient:
 
     # -- async for entry in client ---------------------------------------------------------------------
 
+    def _call_on_removal(self, removal: Removal) -> None:
+        if self._on_removal is not None:
+            self._on_removal(removal)
+
+    def _removed(self, removal: Removal) -> None:
+        if self._queue is None:
+            self._call_on_removal(removal)
+        else:
+            self._removals.append(removal)  # queued with the frame's entries, in seq order
+
+    def _queue_applied(self, applied: tuple[ReceivedEntry, ...]) -> None:
+        """The entries (and removals) one frame applied, for ``async for``, in seq order."""
+        if self._queue is not None and (applied or self._removals):
+            items: list[ReceivedEntry | Removal] = [*applied, *self._removals]
+            self._queue.put(sorted(items, key=lambda item: item.seq) if self._removals else items)
+        self._removals.clear()
+
     def __aiter__(self) -> AsyncIterator[ReceivedEntry]:
         return self.entries()
 
@@ -248,7 +270,11 @@ class StreamClient:
                 runner = asyncio.create_task(self.run())
             while True:
                 if queue.entries:
-                    yield queue.take()
+                    item = queue.take()
+                    if isinstance(item, Removal):
+                        self._call_on_removal(item)
+                        continue
+                    yield item
                 elif self._finished.is_set():
                     break
                 else:
@@ -260,6 +286,10 @@ class StreamClient:
                 raise self._terminal
         finally:
             queue.detached = True
+            for item in queue.entries:  # not taken: every removal is still told, once
+                if isinstance(item, Removal):
+                    self._call_on_removal(item)
+            queue.entries.clear()
             queue.wake()  # a loop waiting for room goes on
             if self._queue is queue:
                 self._queue = None
@@ -373,8 +403,7 @@ class StreamClient:
                     welcome = session.welcome
                     logger.info("welcome: head seq %d, last seq here %d, recovered %s%s", welcome.head_seq,
                                 session.last_seq, welcome.recovered, f" ({welcome.reset})" if welcome.reset else "")
-                if reaction.applied and self._queue is not None:
-                    self._queue.put(reaction.applied)  # before any await: applied is applied, even if sends fail
+                self._queue_applied(reaction.applied)  # before any await: applied is applied, even if sends fail
                 for frame in reaction.send:
                     await ws.send(frame)
                 self._progress.set()

@@ -135,3 +135,34 @@ def test_the_filter_example_of_the_python_consumer_page_runs_as_written() -> Non
         assert cards and move_outs(log, own)
 
     asyncio.run(serve_script(script, body))
+
+
+def test_async_for_tells_each_removal_in_its_place_among_the_entries() -> None:
+    """A loop that renders what it takes, slower than the frames come: each removal reaches ``on_removal``
+    after the entries before it were taken and before the next is yielded, so a key never shows again after
+    its removal (with ``on_removal`` called as frames are handled, it would be told ahead of the loop)."""
+    log = make_log(60)
+    view = the_view(OWN)
+    want_seqs, _ = expected(log, OWN)
+
+    async def script(ws: ServerConnection, number: int, hello: dict[str, object]) -> None:
+        await ws.send(welcome(view, recovered=False, reset="no_position"))
+        for frame in [*snapshot(log, 0, view), *feed_frames(log, view, 0)]:
+            await ws.send(frame)
+
+    told: list[tuple[str, int]] = []
+
+    async def body(url: str) -> None:
+        client = StreamClient(url, filter=OWN, reconnect=FAST,
+                              on_removal=lambda removal: told.append(("removal", removal.seq)))
+        async for entry in client:
+            await asyncio.sleep(0.005)  # rendering: the connection reads every frame meanwhile
+            told.append(("entry", entry.seq))
+            if entry.seq == want_seqs[-1]:
+                await client.stop()
+
+    asyncio.run(serve_script(script, body))
+    removals = [("removal", seq) for seq, _key in move_outs(log, OWN)]
+    want = sorted([("entry", seq) for seq in want_seqs] + [r for r in removals if r[1] < want_seqs[-1]],
+                  key=lambda told_item: told_item[1])
+    assert removals and told[:len(want)] == want
