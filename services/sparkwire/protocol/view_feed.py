@@ -54,12 +54,16 @@ def move_step(view: CompiledView, previous: bool | None, key: str, data: object)
     Outside the scope: skipped and never mentioned, not even as a removal (what the scope hides, it hides
     whole). Within it: delivered if it matches; otherwise a removal when the key may be held (its last
     revision matched, or that is not known: a removal of a key the client lacks is a no-op), else skipped.
+    In append mode nothing is removed, so nothing is remembered: ``previous`` comes back as it went in,
+    and a feed of an append stream keeps no memory per key.
     """
     if not view.in_scope(key, data):
         return "skip", previous
+    if not view.removals:
+        return ("deliver" if view.own(key, data) else "skip"), previous
     if view.own(key, data):
         return "deliver", True
-    if not view.removals or previous is False:
+    if previous is False:
         return "skip", False
     return "remove", False
 
@@ -93,6 +97,8 @@ class ViewFeed:
     ``data_of`` parses an entry's data: a pod passes its cache, so each entry is parsed once, not once
     per client. ``previous`` (key -> whether its last revision in scope matched) may be shared by the
     feeds of one view at the same position; a key it lacks is unknown (a removal, a no-op if not held).
+    It is kept in update mode only, so it holds at most one flag per key of the stream seen since the
+    feed began (the keys a client's state holds anyway); an append stream's feed holds none.
     """
 
     def __init__(

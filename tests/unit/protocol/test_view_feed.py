@@ -42,7 +42,17 @@ def test_move_step(data: dict[str, object], previous: bool | None, verdict: str,
 
 def test_append_mode_never_removes() -> None:
     append = CompiledView(SCOPED.in_scope, SCOPED.own, removals=False)
-    assert move_step(append, True, "k", {"tenant": "acme", "n": 1}) == ("skip", False)
+    assert move_step(append, True, "k", {"tenant": "acme", "n": 1}) == ("skip", True)
+    assert move_step(append, None, "k", {"tenant": "acme", "n": 50}) == ("deliver", None)
+
+
+def test_an_append_streams_feed_keeps_no_memory_per_key() -> None:
+    append = CompiledView(SCOPED.in_scope, SCOPED.own, removals=False)
+    feed = ViewFeed(append, 0, now_ms=0)
+    run = [entry(seq, key=f"k{seq}", tenant="acme", n=seq % 20) for seq in range(1, 1001)]
+    [frame] = feed.offer(run, now_ms=1)
+    assert [i.entry.seq for i in frame.items] == [e.seq for e in run if e.seq % 20 >= 10]
+    assert not any(i.removed for i in frame.items) and feed.previous == {}
 
 
 def test_a_feed_chains_frames_and_tells_its_position_once_a_second_when_nothing_matches() -> None:
