@@ -63,3 +63,21 @@ def test_a_filtered_history_then_live_from_its_position(gateway: InProcess) -> N
         assert isinstance(welcome, Welcome) and welcome.recovered and welcome.view == history["view"]
         entries, _ = covered_until(ws, ViewCoverage(30, str(history["digest"])), 50)
     assert entries == seqs_where(31, 50, admitted)
+
+
+def test_a_scoped_token_reads_no_row_outside_its_scope_by_any_http_endpoint(gateway: InProcess) -> None:
+    """Without a filter of its own, a token scoped to acme gets acme's rows only from ``/snapshot`` and
+    ``/history``; ``/streams`` and ``/descriptor`` carry no rows at all (names, how a stream is drawn).
+    ``/ws`` and SSE: test_filtered_in_process.py and tests/integration/gateway/test_filtered.py."""
+    gateway.commit(0, 20)
+    scope: dict[str, object] = {STREAM: {"tenant": "acme"}}
+    snapshot = read(gateway, "snapshot", scope=scope)
+    assert snapshot["items"] and {i["data"]["tenant"] for i in snapshot["items"].values()} == {"acme"}  # type: ignore[attr-defined]
+    history = read(gateway, "history", scope=scope)
+    assert [e["seq"] for e in history["entries"]] == seqs_where(1, 20, lambda r: r["tenant"] == "acme")  # type: ignore[attr-defined]
+    assert {i["data"]["tenant"] for i in history["items"].values()} == {"acme"}  # type: ignore[attr-defined]
+    streams = gateway.client.get("/streams", headers={"Authorization": f"Bearer {gateway.token(scope)}"})
+    assert streams.status_code == 200 and streams.json() == {"streams": [STREAM]}
+    descriptor = gateway.client.get(f"/descriptor?stream={STREAM}",
+                                    headers={"Authorization": f"Bearer {gateway.token(scope)}"})
+    assert "globex" not in descriptor.text
