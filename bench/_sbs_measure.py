@@ -34,6 +34,8 @@ class Outcome:
     behind: int = 0
     frames: int = 0
     acks: int = 0
+    wrong: int = 0  # filtered clients: entries received that their filter does not admit
+    covered: int = 0  # log positions the clients moved past, all together (delivered or filtered out)
     loadgen_cpu: float = 0.0
     hist: list[tuple[float, int]] = field(default_factory=list)
     close_codes: dict[int, int] = field(default_factory=dict)
@@ -44,13 +46,14 @@ class Outcome:
         return cls(clients=r["clients"], received=r["received"], expected=r["expected"], lost=r["lost"],
                    duplicates=r["duplicates"], resets=r["resets"], reconnects=r["reconnects"],
                    complete=r["complete"], behind=r["behind"], frames=r["frames"], acks=r["acks"],
-                   loadgen_cpu=r["cpu"], hist=[(float(e), int(n)) for e, n in r["hist"]],
+                   wrong=r.get("wrong", 0), covered=r.get("covered", 0), loadgen_cpu=r["cpu"],
+                   hist=[(float(e), int(n)) for e, n in r["hist"]],
                    close_codes={int(k): int(v) for k, v in r["close_codes"].items()}, errors=r["errors"] or [])
 
     @property
     def exactly_once(self) -> bool:
         return (0 < self.complete == self.clients and self.received == self.expected and not self.behind
-                and not (self.lost or self.duplicates or self.resets))
+                and not (self.lost or self.duplicates or self.resets or self.wrong))
 
     def latency_ms(self, q: float) -> float:
         return histogram_quantile(self.hist, q)
@@ -68,6 +71,13 @@ class Phase:
     server_cpu: float
     redis_cpu: float
     seen: Outcome
+    filters: int = 0  # K distinct filters over the clients (0: unfiltered)
+
+    @property
+    def evaluated_per_cpu(self) -> float:
+        """(Log entry, client) pairs the server accounted for, delivered or filtered out (the positions the
+        clients moved past), per CPU second."""
+        return self.seen.covered / self.server_cpu if self.server_cpu else float("nan")
 
     @property
     def delivered_per_s(self) -> float:
@@ -112,21 +122,26 @@ class Kill:
 
 
 def run_server(kind: str, clients: int, rates: list[int], args: Any, redis: RedisServer, publisher: Publisher,
-               loadgen: GoLoadGen, workdir: Path) -> tuple[Idle, list[Phase]]:
+               loadgen: GoLoadGen, workdir: Path, filters: int = 0) -> tuple[Idle, list[Phase]]:
+    """With ``filters`` K > 0 (sparkwire only), client i subscribes with the filter {"tenant": "t<i mod K>"}
+    and the publisher writes K times ``rate`` entries/s, tenants in turn, so each client still receives
+    ``rate`` entries/s (bench/loadgen/view.go)."""
     server = make_server(kind, redis, workdir).start()
     try:
         publisher.run(1, 0.5)  # the server follows the stream before the first client
-        loadgen.call("connect", proto=kind, urls=[server.url], count=20, concurrency=CONNECT_CONCURRENCY)
+        loadgen.call("connect", proto=kind, urls=[server.url], count=20, concurrency=CONNECT_CONCURRENCY,
+                     filters=filters)
         loadgen.call("disconnect")  # the first connections load lazy code paths
         time.sleep(0.5)
         before = settle_rss(server.pid)
-        c = loadgen.call("connect", proto=kind, urls=[server.url], count=clients, concurrency=CONNECT_CONCURRENCY)
+        c = loadgen.call("connect", proto=kind, urls=[server.url], count=clients, concurrency=CONNECT_CONCURRENCY,
+                         filters=filters)
         after = settle_rss(server.pid, 3.0)
         idle = Idle(kind, clients, c["connected"], c["failed"], c["seconds"], c["p50"], c["p99"], before, after)
         print(f"[{kind}] {clients} clients: {c['connected']} connected in {c['seconds']:.1f}s, idle"
               f" {idle.kb_per_connection:.1f} KB per connection" + (f"; errors {c['errors']}" if c["errors"] else ""),
               file=sys.stderr)
-        phases = [run_phase(kind, clients, rate, args, redis, server, publisher, loadgen) for rate in rates]
+        phases = [run_phase(kind, clients, rate, args, redis, server, publisher, loadgen, filters) for rate in rates]
         loadgen.call("disconnect")
         if not all(p.seen.exactly_once for p in phases) and kind != "naive":
             print(f"{kind} log ends with:\n{server.process.log_tail(40)}", file=sys.stderr)
@@ -136,8 +151,8 @@ def run_server(kind: str, clients: int, rates: list[int], args: Any, redis: Redi
 
 
 def run_phase(kind: str, clients: int, rate: int, args: Any, redis: RedisServer, server: Server,
-              publisher: Publisher, loadgen: GoLoadGen) -> Phase:
-    per_commit = max(1, round(rate * args.commit_interval_ms / 1000))
+              publisher: Publisher, loadgen: GoLoadGen, filters: int = 0) -> Phase:
+    per_commit = max(1, round(rate * args.commit_interval_ms / 1000)) * max(filters, 1)
     publisher.run(per_commit, args.warmup)
     redis_pid = redis.process.pid
     assert redis_pid is not None
@@ -149,11 +164,13 @@ def run_phase(kind: str, clients: int, rate: int, args: Any, redis: RedisServer,
     seen = Outcome.of(result)
     end = result["reached_at"] if not result["behind"] else time.time()
     phase = Phase(kind, clients, rate, per_commit, published, seconds, max(end - t0, 1e-9), cpu1 - cpu0,
-                  redis1 - redis0, seen)
-    print(f"[{kind}] {clients} clients {rate}/s: {phase.delivered_per_s:,.0f}/s, {phase.per_cpu:,.0f} per CPU s"
+                  redis1 - redis0, seen, filters)
+    print(f"[{kind}{f' {filters} filters' if filters else ''}] {clients} clients {rate}/s:"
+          f" {phase.delivered_per_s:,.0f}/s, {phase.per_cpu:,.0f} per CPU s"
           f" ({phase.per_frame:.1f}/frame), p50/p99/p999 {seen.latency_ms(0.5):.1f}/{seen.latency_ms(0.99):.1f}/"
           f"{seen.latency_ms(0.999):.1f} ms, exactly once {'yes' if seen.exactly_once else 'NO'}"
-          f" (lost {seen.lost}, dup {seen.duplicates}, resets {seen.resets}, behind {seen.behind})"
+          f" (lost {seen.lost}, dup {seen.duplicates}, resets {seen.resets}, behind {seen.behind}, wrong {seen.wrong},"
+          f" received {seen.received:,} of {seen.expected:,}, server CPU {phase.server_cpu:.2f} s)"
           + (f"; {seen.errors[:3]}" if seen.errors else ""), file=sys.stderr)
     return phase
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -25,6 +26,7 @@ from pathlib import Path
 
 from _common import pace
 
+from sparkwire.replaylog import Record
 from sparkwire.replaylog.keys import StreamKeys
 from sparkwire_harness.stack import Committer, ManagedProcess, RedisServer, cache_dir, free_port, http_status, repo_root
 
@@ -108,6 +110,24 @@ def make_server(kind: str, redis: RedisServer, workdir: Path, name: str = "") ->
     return Server(kind, port, process)
 
 
+class TenantCommitter(Committer):
+    """``Committer`` whose result at seq s (record n = s - 1 of a stream it alone writes) carries
+    ``"tenant": "t<n mod tenants>"`` first: what the load generator's filtered clients select on (their
+    filter ``{"tenant": "t<i mod K>"}``, bench/loadgen/view.go). The same stream feeds unfiltered clients."""
+
+    tenants = 0  # 0: the plain ``Committer``'s records
+
+    def _record(self, n: int) -> Record:
+        if not self.tenants:
+            return super()._record(n)
+        tenant = f"t{n % self.tenants}"
+        value: dict[str, object] = {"tenant": tenant, "n": n}
+        if self.payload_bytes:  # the same size as the plain record's: the tenant field comes out of the pad
+            pad = random.Random(n).randbytes(self.payload_bytes // 2).hex()
+            value["pad"] = pad[:max(len(pad) - len(f'"tenant": "{tenant}", '), 0)]
+        return Record(f"pid-{n:08d}", f"k{n % 7}", json.dumps(value))
+
+
 class Publisher:
     """Publishes ``per_commit`` messages of ``payload_bytes`` every ``interval`` s for a server kind and
     knows the last position published (sparkwire seq, centrifuge offset, naive seq)."""
@@ -116,7 +136,7 @@ class Publisher:
         self.kind, self.redis, self.interval = kind, redis, interval
         self.payload_bytes = payload_bytes
         self.client = redis.client()
-        self.committer = Committer(self.client, STREAM, per_batch=1, payload_bytes=padding_for(payload_bytes))
+        self.committer = TenantCommitter(self.client, STREAM, per_batch=1, payload_bytes=padding_for(payload_bytes))
         self.naive_seq = 0
         self.offset = 0
         self.pad = "x" * max(payload_bytes - len('{"n":10000,"pad":""}'), 0)

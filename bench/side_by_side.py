@@ -6,10 +6,13 @@ Per client count (1k, 5k, 10k) the servers run one after the other (the order ro
 pinned to CPU 0 with the load generator on CPU 1: idle memory per connection and connect time, then one
 phase per rate (10 messages/s = one message per frame, 500/s = batched), then per server a SIGKILL with
 1k clients connected (they reconnect to a second instance and resume). ``--profile`` instead records
-py-spy flame graphs of the gateway at 1k and 5k clients into docs/images/.
+py-spy flame graphs of the gateway at 1k and 5k clients into docs/images/. ``--filtered`` instead measures
+the gateway alone with unfiltered clients and with clients spread over K distinct filters (issue 43;
+bench/_sbs_filtered.py), into its own section.
 
     flock /tmp/sparkwire-heavy.lock .venv/bin/python bench/side_by_side.py        # ~10 minutes
     .venv/bin/python bench/side_by_side.py --quick --output -                      # smoke run
+    flock /tmp/sparkwire-heavy.lock .venv/bin/python bench/side_by_side.py --filtered  # ~8 minutes
 """
 
 from __future__ import annotations
@@ -27,6 +30,10 @@ from pathlib import Path
 
 from _common import emit_section, int_list, machine_info, raise_open_files
 from _loadgen import GoLoadGen
+from _sbs_filtered import SECTION as FILTERED_SECTION
+from _sbs_filtered import parse_cases, run_filtered
+from _sbs_filtered import render as render_filtered
+from _sbs_filtered_profile import profile_filtered
 from _sbs_measure import Idle, Kill, Phase, run_kill, run_server
 from _sbs_report import SECTION, Context, render
 from _servers import Publisher, go_binary, make_server, repo_root
@@ -51,14 +58,22 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--kill-after", type=float, default=2.0, help="seconds of publishing before the SIGKILL")
     parser.add_argument("--kill-for", type=float, default=8.0, help="seconds of publishing after it")
     parser.add_argument("--profile", action="store_true",
-                        help="only record py-spy flame graphs of the gateway (--profile-clients, rate 10/s)")
+                        help="only record py-spy flame graphs of the gateway (--profile-clients, rate 10/s; with"
+                        " --filtered: its first case, a summary of where the time goes on stdout)")
     parser.add_argument("--profile-clients", type=int_list, default=[1000, 5000])
+    parser.add_argument("--filtered", action="store_true",
+                        help="only the filtered-subscription comparison (--filtered-cases, --filtered-rate)")
+    parser.add_argument("--filtered-cases", type=parse_cases, default=parse_cases("5000:100:2,10000:1000:1"),
+                        help="clients:filters:repeats,... (each repeat: one unfiltered and one filtered run)")
+    parser.add_argument("--filtered-rate", type=int, default=10,
+                        help="entries/s each client receives (filtered runs publish this x filters)")
     parser.add_argument("--quick", action="store_true", help="smoke run: 200 clients, 3 s phases, 100-client kill")
     parser.add_argument("--output", type=Path, default=Path("docs/benchmarks.md"), help="'-' for stdout only")
     args = parser.parse_args(argv)
     if args.quick:
         args.clients, args.duration, args.kill_for = [200], 3.0, 4.0
         args.kill_clients = min(args.kill_clients, 100)
+        args.filtered_cases = parse_cases("200:10:1")
     return args
 
 
@@ -90,7 +105,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     command = shlex.join([".venv/bin/python", "bench/side_by_side.py", *argv])
-    raise_open_files(max([*args.clients, args.kill_clients, *args.profile_clients]) + 1024)
+    raise_open_files(max([*args.clients, args.kill_clients, *args.profile_clients,
+                          *(c.clients for c in args.filtered_cases)]) + 1024)
     for name in ("loadgen", "centrifuge-peer"):
         go_binary(name)  # built before anything is timed
     load_before = os.getloadavg()
@@ -104,11 +120,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         loadgen = GoLoadGen(workdir / "loadgen.log")
         try:
             if args.profile:
-                profile(args, redis, loadgen, workdir)
+                if args.filtered:
+                    profile_filtered(args, redis, loadgen, workdir)
+                else:
+                    profile(args, redis, loadgen, workdir)
                 return 0
             client = redis.client()
             info = machine_info(client)
             client.close()
+            if args.filtered:
+                publisher = Publisher("sparkwire", redis, args.payload_bytes, args.commit_interval_ms / 1000)
+                publisher.prime()
+                runs = run_filtered(args, redis, publisher, loadgen, workdir)
+                publisher.close()
+                shown = [a for i, a in enumerate(argv) if a != "--output" and (i == 0 or argv[i - 1] != "--output")]
+                text = render_filtered(args, shlex.join([".venv/bin/python", "bench/side_by_side.py", *shown]), info,
+                                       [*load_before, os.getloadavg()[0]], runs)
+                emit_section(args.output, FILTERED_SECTION, text)
+                return 0
             publishers = {kind: Publisher(kind, redis, args.payload_bytes, args.commit_interval_ms / 1000)
                           for kind in args.servers}
             for publisher in publishers.values():

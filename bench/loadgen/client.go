@@ -44,6 +44,7 @@ type client struct {
 
 	// Protocol state, touched by the reader goroutine only.
 	session, epoch string
+	view           string // a filtered subscription's view id (the welcome's), sent back in the cursor
 	urlIndex       int
 
 	// Phase counters, guarded by statMu (read by phase_end while the reader runs).
@@ -51,6 +52,7 @@ type client struct {
 	phasePos                   uint64
 	received, lost, duplicates int64
 	resets, reconnects         int64
+	wrong                      int64 // filtered: entries received that the client's filter does not admit
 	reachedAt                  time.Time
 	watch                      bool
 	reconnectedAt, caughtUpAt  time.Time
@@ -246,16 +248,16 @@ func (c *client) ackIfDue(now time.Time) {
 }
 
 type phaseSummary struct {
-	received, expected, lost, duplicates, resets, reconnects int64
-	reachedAt, caughtUpAt                                    float64
-	complete, watched                                        bool
+	received, expected, lost, duplicates, resets, reconnects, wrong, covered int64
+	reachedAt, caughtUpAt                                                    float64
+	complete, watched                                                        bool
 }
 
 func (c *client) phaseStart(watch bool) {
 	c.statMu.Lock()
 	defer c.statMu.Unlock()
 	c.phasePos = c.position()
-	c.received, c.lost, c.duplicates, c.resets, c.reconnects = 0, 0, 0, 0, 0
+	c.received, c.lost, c.duplicates, c.resets, c.reconnects, c.wrong = 0, 0, 0, 0, 0, 0
 	c.watch, c.reconnectedAt, c.caughtUpAt = watch, time.Time{}, time.Time{}
 }
 
@@ -264,9 +266,15 @@ func (c *client) phaseReport(head uint64) phaseSummary {
 	defer c.statMu.Unlock()
 	pos := c.position()
 	s := phaseSummary{received: c.received, lost: c.lost, duplicates: c.duplicates, resets: c.resets,
-		reconnects: c.reconnects, watched: c.watch && c.reconnects > 0}
+		reconnects: c.reconnects, wrong: c.wrong, watched: c.watch && c.reconnects > 0}
+	if c.phasePos != noPosition && pos != noPosition && pos > c.phasePos {
+		s.covered = int64(pos - c.phasePos) // positions of the log this client's stream moved past
+	}
 	if c.phasePos != noPosition && head > c.phasePos {
 		s.expected = int64(head - c.phasePos)
+		if k := c.gen.filters; k > 0 {
+			s.expected = matchingIn(c.phasePos, head, c.index%k, k)
+		}
 	}
 	if !c.reachedAt.IsZero() {
 		s.reachedAt = unixSeconds(c.reachedAt)
@@ -274,6 +282,6 @@ func (c *client) phaseReport(head uint64) phaseSummary {
 	if !c.caughtUpAt.IsZero() {
 		s.caughtUpAt = unixSeconds(c.caughtUpAt)
 	}
-	s.complete = pos == head && c.lost == 0 && c.duplicates == 0 && c.resets == 0
+	s.complete = pos == head && c.lost == 0 && c.duplicates == 0 && c.resets == 0 && c.wrong == 0
 	return s
 }

@@ -17,6 +17,7 @@ type command struct {
 	Head        uint64   `json:"head"`        // phase_end: the last position published
 	Timeout     float64  `json:"timeout"`     // phase_end: seconds to wait for every client to reach Head
 	WatchKill   bool     `json:"watchKill"`   // phase_start: time every client's return to live after a loss
+	Filters     int      `json:"filters"`     // connect (sparkwire): K > 0 gives client i the filter {"tenant": "t<i mod K>"}
 }
 
 type generator struct {
@@ -25,6 +26,7 @@ type generator struct {
 	proto   protocol
 	urls    []string
 	cpu0    float64
+	filters int // K distinct filters (0: unfiltered); see view.go
 }
 
 func newGenerator() *generator {
@@ -51,7 +53,7 @@ func (g *generator) handle(c command) (map[string]any, bool) {
 }
 
 func (g *generator) connect(c command) map[string]any {
-	g.proto, g.urls = protocols[c.Proto], c.URLs
+	g.proto, g.urls, g.filters = protocols[c.Proto], c.URLs, c.Filters
 	g.stats.reset()
 	concurrency := max(c.Concurrency, 1)
 	started := time.Now()
@@ -128,7 +130,7 @@ func (g *generator) phaseEnd(c command) map[string]any {
 		report[k] = v
 	}
 	var reachedAt, caughtUp float64
-	var received, expected, lost, duplicates, resets, reconnects, complete, recovered int64
+	var received, expected, lost, duplicates, resets, reconnects, complete, recovered, wrong, covered int64
 	waiting := 0
 	for _, cl := range g.clients {
 		s := cl.phaseReport(c.Head)
@@ -137,6 +139,8 @@ func (g *generator) phaseEnd(c command) map[string]any {
 		lost += s.lost
 		duplicates += s.duplicates
 		resets += s.resets
+		wrong += s.wrong
+		covered += s.covered
 		reconnects += s.reconnects
 		reachedAt = max(reachedAt, s.reachedAt)
 		if s.complete {
@@ -153,7 +157,8 @@ func (g *generator) phaseEnd(c command) map[string]any {
 	}
 	report["received"], report["expected"], report["lost"] = received, expected, lost
 	report["duplicates"], report["resets"], report["reconnects"] = duplicates, resets, reconnects
-	report["complete"], report["reached_at"] = complete, reachedAt
+	report["complete"], report["reached_at"], report["wrong"] = complete, reachedAt, wrong
+	report["covered"] = covered
 	report["caught_up_at"], report["recovered_clients"], report["not_caught_up"] = caughtUp, recovered, waiting
 	return report
 }

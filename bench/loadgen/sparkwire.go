@@ -19,9 +19,16 @@ var (
 
 func sparkwireStart(c *client) error {
 	hello := map[string]any{"type": "hello", "v": 1}
+	if k := c.gen.filters; k > 0 {
+		hello["filter"] = map[string]any{"tenant": tenantName(c.index % k)}
+	}
 	if c.session != "" && c.position() != noPosition {
 		hello["session"] = c.session
-		hello["cursor"] = map[string]any{"epoch": c.epoch, "seq": c.position()}
+		cursor := map[string]any{"epoch": c.epoch, "seq": c.position()}
+		if c.view != "" {
+			cursor["view"] = c.view
+		}
+		hello["cursor"] = cursor
 	}
 	data, _ := json.Marshal(hello)
 	c.write(data)
@@ -39,12 +46,16 @@ type sparkwireFrame struct {
 	Recovered     bool   `json:"recovered"`
 	AckEvery      int    `json:"ackEvery"`
 	AckIntervalMs int    `json:"ackIntervalMs"`
+	View          string `json:"view"`
 	Seq           uint64 `json:"seq"`
 	More          bool   `json:"more"`
 	T             int64  `json:"t"`
 }
 
 func sparkwireHandle(c *client, data []byte, now time.Time) error {
+	if bytes.HasPrefix(data, entriesPrefix) && c.gen.filters > 0 {
+		return viewHandle(c, data, now)
+	}
 	if bytes.HasPrefix(data, entriesPrefix) {
 		if epoch, ok := stringAfter(data[:min(len(data), 120)], epochMarker); ok {
 			c.epoch = epoch
@@ -72,7 +83,7 @@ func sparkwireHandle(c *client, data []byte, now time.Time) error {
 	switch frame.Type {
 	case "welcome":
 		resumed := c.session != ""
-		c.session, c.epoch = frame.Session, frame.Epoch
+		c.session, c.epoch, c.view = frame.Session, frame.Epoch, frame.View
 		c.mu.Lock()
 		c.ackEvery, c.ackInterval = frame.AckEvery, time.Duration(frame.AckIntervalMs)*time.Millisecond
 		c.mu.Unlock()
