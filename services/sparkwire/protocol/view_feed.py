@@ -128,10 +128,16 @@ class ViewFeed:
                 self.previous[entry.key] = previous
             if verdict != "skip":
                 items.append(ViewItem(entry, removed=verdict == "remove"))
-        self.seen, self._seen_digest = run[-1].seq, run[-1].digest
+        return self.advance(tuple(items), run[-1], now_ms)
+
+    def advance(self, items: tuple[ViewItem, ...], last: Entry, now_ms: int) -> list[ViewFrame]:
+        """The frames for a run of the log that follows ``seen`` without a hole and ends at ``last``, whose
+        items this view delivers are ``items`` — evaluated once for every feed of the view (``view_items``),
+        which only an append stream allows: there a run's items depend on the run and the view alone."""
+        self.seen, self._seen_digest = last.seq, last.digest
         if not items:
             return self.due(now_ms)
-        return [self._frame(tuple(items), now_ms)]
+        return [self._frame(items, now_ms)]
 
     def due(self, now_ms: int) -> list[ViewFrame]:
         if self.seen > self.sent and now_ms - self._last_frame_ms >= self._interval_ms:
@@ -145,6 +151,15 @@ class ViewFeed:
         frame = ViewFrame(after=self.sent, through=self.seen, digest=self._seen_digest, items=items)
         self.sent, self._last_frame_ms = self.seen, now_ms
         return frame
+
+
+def view_items(view: CompiledView, run: Sequence[Entry], data_of: Callable[[Entry], object] = _parsed,
+               ) -> tuple[ViewItem, ...]:
+    """The items of ``run`` an append stream's ``view`` delivers (no removals there, nothing remembered per
+    key): what ``ViewFeed.offer`` would put in its frame, computed once for all the feeds of the view."""
+    if view.removals:
+        raise ValueError("an update-mode view's items depend on each feed's memory of its keys: use offer")
+    return tuple(ViewItem(entry, removed=False) for entry in run if view.matches(entry.key, data_of(entry)))
 
 
 def encode_removal(entry: Entry) -> EncodedEntry:

@@ -17,6 +17,7 @@ from typing import Literal
 
 from sparkwire.gateway.transport.contract import serialize_text_frames
 from sparkwire.protocol.server_frames import EncodedEntry, pack_entries
+from sparkwire.protocol.view_feed import CompiledView, ViewItem, view_items
 from sparkwire.replaylog.model import Entry
 
 log = logging.getLogger(__name__)
@@ -109,6 +110,7 @@ class LiveBatch(list[LiveEntry]):
         super().__init__(entries)
         self._frames: dict[tuple[str, int], list[str]] = {}
         self._wire: dict[tuple[str, int], bytes] = {}
+        self._view_items: dict[int, tuple[CompiledView, tuple[ViewItem, ...]]] = {}
 
     @cached_property  # asked by every connection; the hub never changes a batch once it offers it
     def run(self) -> tuple[int, int] | None:
@@ -123,6 +125,14 @@ class LiveBatch(list[LiveEntry]):
         if data is None:
             data = self._wire[(epoch, max_frame_bytes)] = serialize_text_frames(self.frames(epoch, max_frame_bytes))
         return data
+
+    def view_items(self, view: CompiledView, data_of: Callable[[Entry], object]) -> tuple[ViewItem, ...]:
+        """What of this batch an append stream's ``view`` delivers (``view_feed.view_items``): evaluated by
+        the first of the view's connections to ask, shared by the rest (issue 43's shared evaluation)."""
+        found = self._view_items.get(id(view))
+        if found is None or found[0] is not view:  # the view is kept with its items: an id is never reused
+            found = self._view_items[id(view)] = (view, view_items(view, [live.entry for live in self], data_of))
+        return found[1]
 
     def frames(self, epoch: str, max_frame_bytes: int) -> list[str]:
         packed = self._frames.get((epoch, max_frame_bytes))

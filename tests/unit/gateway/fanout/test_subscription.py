@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 
-from sparkwire.gateway.fanout.subscription import LiveBatch, Subscription
+import pytest
+
+from sparkwire.gateway.fanout.subscription import LiveBatch, LiveEntry, Subscription
+from sparkwire.protocol.filter_form import parse_filter
+from sparkwire.protocol.scope import View
+from sparkwire.protocol.server_frames import encode_entry
+from sparkwire.protocol.view_feed import ViewFeed, compile_view
+from sparkwire.replaylog.model import Entry
 
 
 def test_a_full_mailbox_ends_as_a_slow_consumer_and_takes_nothing_more() -> None:
@@ -104,3 +112,27 @@ def test_a_failing_write_through_falls_back_to_the_mailbox_for_good() -> None:
         return through, len(subscription.take()), subscription.write_through is None and len(calls) == 1
 
     assert asyncio.run(scenario()) == (False, 1, True)
+
+
+def test_a_batchs_items_for_an_append_view_are_evaluated_once_and_are_what_a_feed_would_offer() -> None:
+    """The connections of one view share a live batch's evaluation (issue 43, part 5): the first to ask
+    evaluates, the rest get the same items; and those items make the frames a feed walking the batch
+    itself makes."""
+    entries = [Entry(seq=s, processing_id=f"p{s}", key=f"k{s % 7}", data=json.dumps({"tenant": f"t{s % 3}"}),
+                     commit_ms=0, batch_id=0) for s in range(1, 31)]
+    batch = LiveBatch([LiveEntry(e, encode_entry(e)) for e in entries])
+    view = compile_view(View(None, parse_filter({"tenant": "t1"})), removals=False)
+    parsed: list[int] = []
+
+    def data_of(entry: Entry) -> object:
+        parsed.append(entry.seq)
+        return json.loads(entry.data)
+
+    first = batch.view_items(view, data_of)
+    assert [item.entry.seq for item in first] == [s for s in range(1, 31) if s % 3 == 1]
+    assert batch.view_items(view, data_of) is first and len(parsed) == 30  # the second connection: no walk
+    walking, sharing = ViewFeed(view, 0, now_ms=0), ViewFeed(view, 0, now_ms=0)
+    assert walking.offer(entries, now_ms=5) == sharing.advance(first, entries[-1], now_ms=5)
+    assert (walking.seen, walking.sent, walking.previous) == (sharing.seen, sharing.sent, {})
+    with pytest.raises(ValueError, match="update-mode"):
+        batch.view_items(compile_view(View(None, None), removals=True), data_of)
