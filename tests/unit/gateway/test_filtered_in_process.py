@@ -260,6 +260,20 @@ def test_update_mode_removes_a_key_that_moved_out(gateway: InProcess) -> None:
     assert removals == list(range(13, 23))  # each key's first revision out; later ones are not mentioned
 
 
+def test_a_connection_opened_before_the_descriptor_gets_the_update_streams_removals(gateway: InProcess) -> None:
+    """A page opened before its job's first commit: no descriptor, so no mode, when it connects. The
+    writer stores the descriptor before its first batch (spark/delivery/sink.py); the hub reads it before
+    it hands that batch out, and the connection's sender follows, so the moves out are removed (the chaos
+    run's update-mode clients found them missing)."""
+    with gateway.connect(filter={"n": {"lt": 12}}, cursor=Cursor("", 0)) as ws:
+        _, coverage = start(ws)
+        gateway.log.stored_descriptor = json.dumps({"mode": "update"})
+        gateway.commit(0, 25)
+        entries, removals = covered_until(ws, coverage, 25)
+    assert entries == list(range(1, 13))
+    assert removals == list(range(13, 23))
+
+
 def test_acks_are_checked_against_the_last_through_sent(gateway: InProcess) -> None:
     gateway.commit(0, 10)
     with gateway.connect(filter={"tenant": "acme", "n": {"lt": 3}}, cursor=Cursor(gateway.log.epoch, 0)) as ws:

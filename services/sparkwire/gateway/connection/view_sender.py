@@ -37,13 +37,14 @@ class ViewSender(Sender):
     """A ``Sender`` whose frames are its view's: acks are checked against the last ``through`` sent
     (``delivered``), and live batches wait for the connection's task (no write through)."""
 
-    __slots__ = ("_interval_s", "_last_frame_s", "feed")
+    __slots__ = ("_interval_s", "_last_frame_s", "_view", "feed")
 
     def __init__(self, socket: FrameSocket, transport: Transport, hub: StreamHub, subscription: Subscription,
                  settings: ConnectionSettings, timers: Timers, grant: Grant | None, epoch: str, after: int,
                  view: View, interval_ms: int = VIEW_POSITION_INTERVAL_MS) -> None:
         super().__init__(socket, transport, hub, subscription, settings, timers, grant, epoch, after)
         views = hub.views
+        self._view = view
         self._interval_s = interval_ms / 1000
         self._last_frame_s = time.monotonic()
         self.feed = ViewFeed(views.compiled(view), after, now_ms=monotonic_ms(), interval_ms=interval_ms,
@@ -66,7 +67,17 @@ class ViewSender(Sender):
     def write_through(self, batch: LiveBatch) -> bool:
         return False  # a batch's shared frames are not this view's
 
+    def _follow_mode(self) -> None:
+        """The view as compiled for the stream's mode now: a connection opened before the mode was known
+        (no descriptor yet) was compiled for an append stream; once the hub learns it is an update stream,
+        its next batch is evaluated with removals (its feed remembers no key yet: a key that then leaves
+        the view is removed, a no-op for a client that does not hold it)."""
+        views = self.hub.views
+        if views.removals is not None and views.removals != self.feed.view.removals:
+            self.feed.view = views.compiled(self._view)
+
     async def _send_live(self, batch: LiveBatch) -> bool:
+        self._follow_mode()
         feed, run = self.feed, batch.run
         if run is not None and not feed.view.removals and run[0] == self.merger.delivered + 1 == feed.seen + 1:
             # The usual case once caught up: the whole batch is due, and its items for this view were
@@ -85,6 +96,7 @@ class ViewSender(Sender):
         return True
 
     async def _send_replayed(self, entries: list[Entry], encodings: dict[int, EncodedEntry]) -> None:
+        self._follow_mode()
         await self._send_view(self.feed.offer(entries, monotonic_ms()), encodings)
 
     async def _on_time(self) -> None:

@@ -186,6 +186,11 @@ class StreamHub:
                 continue
             if not self.epoch:  # the first commit to an empty stream created its epoch just now
                 self.epoch = (await self.log.meta()).epoch
+            if self.views.mode_wanted(time.monotonic()):
+                # Filtered connections opened before the stream's writer stored its descriptor (a page opened
+                # before the job's first commit): learn the mode before they see these entries, so an update
+                # stream's removals reach them too (their senders follow the mode, ViewSender).
+                self.views.learn_mode(await self.log.descriptor())
             self._publish(entries)
 
     def _publish(self, entries: list[Entry]) -> None:

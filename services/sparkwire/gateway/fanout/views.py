@@ -59,6 +59,16 @@ class StreamViews:
         self._compiled: dict[tuple[str, bool], CompiledView] = {}
         self._parsed: dict[tuple[int, str], object] = {}
         self._parsed_entries = parsed_entries
+        self._mode_asked_s = float("-inf")
+
+    def mode_wanted(self, now_s: float, every_s: float = 1.0) -> bool:
+        """Whether the hub should read the descriptor for the mode now: not known yet, a filtered connection
+        is here to need it, and not asked within ``every_s`` (a stream whose writer stores no descriptor is
+        not read for it at every batch)."""
+        if self.removals is not None or not self._compiled or now_s - self._mode_asked_s < every_s:
+            return False
+        self._mode_asked_s = now_s
+        return True
 
     def compiled(self, view: View) -> CompiledView:
         """The view's matchers, compiled once and shared by every connection of the view."""
@@ -85,7 +95,8 @@ class StreamViews:
 
     def learn_mode(self, descriptor: str | None) -> None:
         """The stream's mode from its descriptor (JSON text, None when its writer stored none): removals in
-        update mode only. Views compiled before it was known keep what they were compiled with."""
+        update mode only. A view compiled before it was known is compiled again by its senders' next batch
+        (``ViewSender``), which then removes keys as an update stream's feed must."""
         if descriptor is None:
             return
         try:

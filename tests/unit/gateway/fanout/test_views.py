@@ -60,3 +60,14 @@ def test_a_snapshot_as_a_view_sees_it() -> None:
                                            View(parse_filter({"region": "eu"}), None), 1 << 20)
     part = parse_server_frame(frames[0])
     assert len(frames) == 1 and part.seq == 4 and set(part.items) == {"eu"}  # type: ignore[union-attr]
+
+
+def test_the_mode_is_asked_for_while_unknown_and_needed_at_most_once_a_second() -> None:
+    views = StreamViews()
+    assert not views.mode_wanted(0.0)  # no filtered connection: nobody needs it
+    views.compiled(View(None, parse_filter({"tenant": "acme"})))
+    assert views.mode_wanted(10.0) and not views.mode_wanted(10.5) and views.mode_wanted(11.0)
+    views.learn_mode(None)  # the writer stored none yet: still unknown
+    assert views.removals is None and views.mode_wanted(12.0)
+    views.learn_mode(json.dumps({"mode": "update"}))
+    assert views.removals is True and not views.mode_wanted(20.0)
