@@ -23,7 +23,7 @@ from playwright.sync_api import Browser, BrowserContext, Page
 from sparkwire.replaylog import Record, ReplayLogReader, ReplayLogWriter
 from sparkwire_harness.stack import GatewayProcess, RedisServer
 
-from .browser import wait_js
+from .browser import WAIT_MS, wait_js
 from .conftest import SECRET
 
 BASE_MS = 1_795_514_400_000  # 2026-11-24T10:00:00Z
@@ -131,8 +131,12 @@ def shown(page: Page, tenant_keys: list[str], accounts: Accounts) -> None:
     assert cards(page) == tenant_keys
     assert sorted(page.evaluate("Object.keys(window.__sparkwire.series)")) == tenant_keys
     assert sorted(page.evaluate("[...window.__sparkwire.client.state.keys()]")) == tenant_keys
+    # The raw table, rendered on the details' toggle event (dispatched after the click): wait for it, since the
+    # table still holds what it showed when it was last open.
     page.locator("#raw summary").click()
-    assert sorted(page.locator("#rows tr td:first-child").all_inner_texts()) == tenant_keys
+    page.wait_for_function("keys => JSON.stringify([...document.querySelectorAll('#rows tr td:first-child')]"
+                           ".map((td) => td.textContent).sort()) === JSON.stringify(keys)",
+                           arg=tenant_keys, polling=100, timeout=WAIT_MS)
     page.locator("#raw summary").click()
     for key in tenant_keys:
         newest = accounts.newest[key]
