@@ -134,10 +134,19 @@ class ViewFeed:
         """The frames for a run of the log that follows ``seen`` without a hole and ends at ``last``, whose
         items this view delivers are ``items`` — evaluated once for every feed of the view (``view_items``),
         which only an append stream allows: there a run's items depend on the run and the view alone."""
+        frame = self.next_frame(items, last, now_ms)
         self.seen, self._seen_digest = last.seq, last.digest
-        if not items:
-            return self.due(now_ms)
-        return [self._frame(items, now_ms)]
+        if frame is None:
+            return []
+        self.sent, self._last_frame_ms = frame.through, now_ms
+        return [frame]
+
+    def next_frame(self, items: tuple[ViewItem, ...], last: Entry, now_ms: int) -> ViewFrame | None:
+        """The frame ``advance(items, last, now_ms)`` returns, without taking it (a pod writes it first):
+        one with the items, or a position frame when one is due by time, else None."""
+        if items or now_ms - self._last_frame_ms >= self._interval_ms:
+            return ViewFrame(after=self.sent, through=last.seq, digest=last.digest, items=items)
+        return None
 
     def due(self, now_ms: int) -> list[ViewFrame]:
         if self.seen > self.sent and now_ms - self._last_frame_ms >= self._interval_ms:

@@ -77,7 +77,7 @@ class Connection:
             # while the sender waits for them (``Sender.write_through``).
             if self.draining.is_set():  # drained between the accept and the subscribe
                 subscription.end("draining")
-            subscription.write_through = sender.write_through if admission.view is None else None
+            subscription.write_through = sender.write_through
             self.transport.listen(receiver.on_message)
             try:
                 await sender.run()

@@ -76,17 +76,17 @@ class Sender:
             await self._catch_up(pending)
             pending = await self._live()
 
-    def write_through(self, batch: LiveBatch) -> bool:
+    def write_through(self, batch: LiveBatch) -> int | None:
         """Called by the hub while this connection waits for its next batch: write ``batch`` straight to
-        the socket if it is exactly the run due next (``transport.uvicorn_websocket``); False leaves it to
-        ``_live``."""
+        the socket if it is exactly the run due next (``transport.uvicorn_websocket``): the entries written;
+        None leaves it to ``_live``."""
         run = batch.run
         if run is None or not self.epoch or self.epoch != self.hub.epoch or run[0] != self.merger.delivered + 1:
-            return False
+            return None
         if not self.transport.write(batch.wire(self.epoch, self.max_frame_bytes)):
-            return False
+            return None
         self.merger.take_run(*run)  # counted and timed by the hub, once per batch
-        return True
+        return len(batch)
 
     async def _live(self) -> list[LiveEntry]:
         """Send live batches as they come; when the live feed skipped a seq, return what is left of it for

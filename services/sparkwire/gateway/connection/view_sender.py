@@ -64,8 +64,31 @@ class ViewSender(Sender):
         """The ``through`` of the last frame sent (or the start position): what an ack may reach."""
         return self.feed.sent
 
-    def write_through(self, batch: LiveBatch) -> bool:
-        return False  # a batch's shared frames are not this view's
+    def write_through(self, batch: LiveBatch) -> int | None:
+        """As the ``Sender``'s, with the view's frame for the batch: for an append stream's view, when the
+        whole batch is the run due next, its items (evaluated once per view) are written from the hub's
+        loop with bytes shared by the view's connections at the same position, or nothing is written if
+        the view has none of it and no position frame is due; the connection's task is not woken. The
+        entries delivered, or None: the task sends it (update mode, a mode just learnt, another position)."""
+        feed, run, views = self.feed, batch.run, self.hub.views
+        if (run is None or feed.view.removals or views.removals or not self.epoch or self.epoch != self.hub.epoch
+                or run[0] != self.merger.delivered + 1 or run[0] != feed.seen + 1):
+            return None
+        items = batch.view_items(feed.view, views.data_of)
+        now = monotonic_ms()
+        frame = feed.next_frame(items, batch[-1].entry, now)
+        if frame is not None and not self.transport.write(
+                batch.view_wire(feed.view, self.epoch, frame, self.max_frame_bytes)):
+            return None
+        self.merger.take_run(*run)
+        feed.advance(items, batch[-1].entry, now)
+        if frame is not None:
+            self._last_frame_s = time.monotonic()
+        was_due, timers = self.timers.position_due, self.timers
+        timers.position_due = self._last_frame_s + self._interval_s if feed.seen > feed.sent else None
+        if was_due is None and timers.position_due is not None:
+            self.subscription.nudge()  # its task waits for a ping; the position frame is due sooner
+        return len(items)  # counted by the hub, once per batch
 
     def _follow_mode(self) -> None:
         """The view as compiled for the stream's mode now: a connection opened before the mode was known

@@ -209,14 +209,17 @@ class StreamHub:
             self.head_digest = entry.digest
         self.ring.extend(batch)
         metrics.HEAD_SEQ.labels(stream=self.stream).set(self.head_seq)
-        written_through = 0
+        written_through = delivered = 0
         for subscription in list(self.subscriptions):
-            written_through += subscription.offer(batch)
+            written = subscription.offer(batch)
+            if written is not None:
+                written_through += 1
+                delivered += written
         if written_through and batch:
             # Once per batch, not per connection: at thousands of clients the metric calls cost more than
             # the writes. The latency is that of the batch's last write through, the slowest.
             self._written_through.inc(written_through)
-            self._delivered.inc(written_through * len(batch))
+            self._delivered.inc(delivered)
             metrics.DELIVERY_LATENCY.observe(max(time.time() * 1000 - batch[0].entry.commit_ms, 0) / 1000)
 
     async def _check_head(self, meta: StreamMeta, held: Entry | None = None) -> bool:

@@ -17,7 +17,7 @@ from typing import Literal
 
 from sparkwire.gateway.transport.contract import serialize_text_frames
 from sparkwire.protocol.server_frames import EncodedEntry, pack_entries
-from sparkwire.protocol.view_feed import CompiledView, ViewItem, view_items
+from sparkwire.protocol.view_feed import CompiledView, ViewFrame, ViewItem, encode_view_frame, view_items
 from sparkwire.replaylog.model import Entry
 
 log = logging.getLogger(__name__)
@@ -45,27 +45,29 @@ class Subscription:
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.ended: EndReason | None = None
-        self.write_through: Callable[[LiveBatch], bool] | None = None
+        self.write_through: Callable[[LiveBatch], int | None] | None = None
         self._batches: list[LiveBatch] = []
         self._waiter: asyncio.Future[None] | None = None
 
-    def offer(self, batch: LiveBatch) -> bool:
-        """Hand ``batch`` over; True if it was written through."""
+    def offer(self, batch: LiveBatch) -> int | None:
+        """Hand ``batch`` over; the entries delivered if it was written through (0: a filtered connection's
+        view had none of it), None if it waits for the connection's task."""
         if self.ended is not None:
-            return False
+            return None
         if self._waiter is not None and not self._batches and self.write_through is not None:
             try:
-                if self.write_through(batch):
-                    return True
+                delivered = self.write_through(batch)
+                if delivered is not None:
+                    return delivered
             except Exception:  # the hub must go on serving everyone else; this batch takes the usual path
                 log.exception("writing a batch through failed")
                 self.write_through = None
         if len(self._batches) >= self.limit:
             self.end("slow_consumer")
-            return False
+            return None
         self._batches.append(batch)
         self._wake()
-        return False
+        return None
 
     def end(self, reason: EndReason) -> None:
         """The first reason wins: it is what the connection closes with."""
@@ -91,6 +93,11 @@ class Subscription:
             timer.cancel()
             self._waiter = None
 
+    def nudge(self) -> None:
+        """Wake the connection's task without a batch: its timers changed while it waited (a written-through
+        batch left a filtered connection's position frame due), so it waits again until the new time."""
+        self._wake()
+
     def _wake(self) -> None:
         if self._waiter is not None:
             _resolve(self._waiter)
@@ -111,6 +118,7 @@ class LiveBatch(list[LiveEntry]):
         self._frames: dict[tuple[str, int], list[str]] = {}
         self._wire: dict[tuple[str, int], bytes] = {}
         self._view_items: dict[int, tuple[CompiledView, tuple[ViewItem, ...]]] = {}
+        self._view_wire: dict[tuple[int, str, int, int], tuple[CompiledView, bytes]] = {}
 
     @cached_property  # asked by every connection; the hub never changes a batch once it offers it
     def run(self) -> tuple[int, int] | None:
@@ -132,6 +140,18 @@ class LiveBatch(list[LiveEntry]):
         found = self._view_items.get(id(view))
         if found is None or found[0] is not view:  # the view is kept with its items: an id is never reused
             found = self._view_items[id(view)] = (view, view_items(view, [live.entry for live in self], data_of))
+        return found[1]
+
+    def view_wire(self, view: CompiledView, epoch: str, frame: ViewFrame, max_frame_bytes: int) -> bytes:
+        """``frame`` (this whole batch as ``view`` sees it, from ``frame.after``) as WebSocket frame bytes:
+        built once for the view's connections at the same position, which is all of them while they keep up."""
+        key = (id(view), epoch, frame.after, max_frame_bytes)
+        found = self._view_wire.get(key)
+        if found is None or found[0] is not view:
+            first = self[0].entry.seq
+            encoded = {item.entry.seq: self[item.entry.seq - first].encoded for item in frame.items}
+            texts = encode_view_frame(epoch, frame, lambda item: encoded[item.entry.seq], max_frame_bytes)
+            found = self._view_wire[key] = (view, serialize_text_frames(texts))
         return found[1]
 
     def frames(self, epoch: str, max_frame_bytes: int) -> list[str]:

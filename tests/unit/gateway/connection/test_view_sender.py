@@ -17,7 +17,7 @@ from sparkwire.gateway.fanout.hub import StreamHub
 from sparkwire.gateway.fanout.subscription import LiveBatch, LiveEntry
 from sparkwire.protocol.filter_form import parse_filter
 from sparkwire.protocol.scope import View
-from sparkwire.protocol.server_frames import encode_entry
+from sparkwire.protocol.server_frames import encode_entry, parse_server_frame
 from sparkwire.protocol.view_frames import ViewEntriesFrame
 from sparkwire.replaylog.model import Entry
 
@@ -51,7 +51,7 @@ def test_history_then_live_in_frames_that_chain() -> None:
         hub = await hub_with(30)  # data {"n": n} at seq n
         socket = FakeSocket()
         sender = view_sender(hub, socket, after=4, wanted={"n": {"in": [3, 9, 17, 31, 33]}})
-        assert sender.write_through(LiveBatch()) is False  # a batch's shared frames are not this view's
+        assert sender.write_through(LiveBatch()) is None  # an empty batch is no run due next
 
         async def body(task: asyncio.Task[None]) -> None:
             await until(lambda: sender.delivered == 30, task)
@@ -96,3 +96,34 @@ def test_a_draining_pod_sends_the_position_it_reached_first() -> None:
 
     frames = asyncio.run(run())
     assert [(frame.after, frame.through, len(frame.items)) for frame in frames] == [(0, 6, 1), (6, 8, 0)]
+
+
+def live_batch(seqs: range) -> LiveBatch:
+    entries = [Entry(seq, f"r{seq}", f"k{seq % 5}", json.dumps({"n": seq}), 0, 0) for seq in seqs]
+    return LiveBatch([LiveEntry(entry, encode_entry(entry)) for entry in entries])
+
+
+def test_a_caught_up_append_views_batches_are_written_through_with_bytes_its_connections_share() -> None:
+    async def run() -> None:
+        hub = await hub_with(30)
+        wires = [FakeWire(direct=True), FakeWire(direct=True)]
+        senders = [view_sender(hub, FakeSocket(), after=30, wanted={"n": {"in": [31, 33]}}) for _ in wires]
+        for sender, wire in zip(senders, wires, strict=True):
+            sender.transport = wire
+        batch = live_batch(range(31, 34))
+        assert [sender.write_through(batch) for sender in senders] == [2, 2]  # the entries each delivered
+        [texts], [same] = (wire.written for wire in wires)
+        assert texts == same and len(batch._view_wire) == 1  # one encoding for the two connections
+        frame = parse_server_frame(texts[0])
+        assert isinstance(frame, ViewEntriesFrame) and (frame.after, frame.through) == (30, 33)
+        assert [item.seq for item in frame.items] == [31, 33] and senders[0].delivered == 33
+        # Nothing of the view in the next batch and no position frame due yet: nothing written, the
+        # position moves on, and the frame that tells it is due within the interval.
+        assert senders[0].write_through(live_batch(range(34, 36))) == 0 and len(wires[0].written) == 1
+        assert (senders[0].feed.seen, senders[0].delivered) == (35, 33) and senders[0].timers.position_due
+        # Not the run due next, or an update stream (removals depend on each feed): the task's path.
+        assert senders[0].write_through(live_batch(range(37, 39))) is None
+        hub.views.removals = True
+        assert senders[1].write_through(live_batch(range(34, 36))) is None
+
+    asyncio.run(run())
