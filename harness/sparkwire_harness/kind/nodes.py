@@ -48,18 +48,22 @@ def cordon(kube: Kube, node: str, unschedulable: bool) -> None:
 
 def move_one_onto(kube: Kube, selector: str, node: str, delete: Callable[[str], None],
                   ready: Callable[[], bool], timeout: float = 420) -> None:
-    """Unless a pod of ``selector`` runs on ``node``: every other node cordoned, one such pod deleted (by
-    ``delete``: its owner makes a new one, which can only go to ``node``), ``ready()`` awaited, the others
-    uncordoned."""
-    if node in placement(kube, selector).values():
-        return
+    """Unless a pod of ``selector`` runs on ``node``: one such pod moved there (:func:`move_pod_onto`)."""
+    where = placement(kube, selector)
+    if node not in where.values():
+        move_pod_onto(kube, selector, sorted(where)[0], node, delete, ready, timeout)
+
+
+def move_pod_onto(kube: Kube, selector: str, pod: str, node: str, delete: Callable[[str], None],
+                  ready: Callable[[], bool], timeout: float = 420) -> None:
+    """Every other node cordoned, ``pod`` deleted (by ``delete``: its owner makes a new one, which can only go to
+    ``node``), ``ready()`` awaited with a pod of ``selector`` on ``node``, the others uncordoned."""
     others = [n for n in nodes(kube) if n != node]
     for other in others:
         cordon(kube, other, True)
     try:
-        victim = sorted(placement(kube, selector))[0]
-        kube.note(f"moving {selector.split(',')[-1]} onto {node}: deleting {victim}, the other nodes cordoned")
-        delete(victim)
+        kube.note(f"moving {selector.split(',')[-1]} onto {node}: deleting {pod}, the other nodes cordoned")
+        delete(pod)
         deadline = time.monotonic() + timeout
         while not (node in placement(kube, selector).values() and ready()):
             assert time.monotonic() < deadline, f"no pod of {selector} on {node} within {timeout}s"
@@ -67,6 +71,28 @@ def move_one_onto(kube: Kube, selector: str, node: str, delete: Callable[[str], 
     finally:
         for other in others:
             cordon(kube, other, False)
+
+
+def crowded_move(where: dict[str, str], all_nodes: list[str], keep: str | None = None) -> tuple[str, str] | None:
+    """(a pod sharing its node with another of its kind, a node running none) for ``where`` (pod -> node);
+    None when no node runs two, or none runs zero. ``keep`` is moved only when it is the only choice."""
+    by_node: dict[str, list[str]] = {}
+    for pod, where_pod in sorted(where.items()):
+        by_node.setdefault(where_pod, []).append(pod)
+    free = [n for n in sorted(all_nodes) if n not in by_node]
+    crowded = [sorted(pods, key=lambda p: (p == keep, p)) for pods in by_node.values() if len(pods) > 1]
+    if not crowded or not free:
+        return None
+    return crowded[0][0], free[0]
+
+
+def spread_one_per_node(kube: Kube, selector: str, delete: Callable[[str], None], ready: Callable[[], bool],
+                        keep: str | None = None) -> None:
+    """Until no node runs two pods of ``selector`` while another runs none: one of a crowded node's pods
+    (``keep`` last) moved to a free node. The chart's anti-affinity is only preferred, and a pod deleted
+    while its node was cordoned (a fault, a drain) starts beside another of its kind and stays there."""
+    while (move := crowded_move(placement(kube, selector), nodes(kube), keep)) is not None:
+        move_pod_onto(kube, selector, *move, delete, ready)
 
 
 def move_driver_and_a_gateway_onto(kube: Kube, node: str, gateway_replicas: int) -> None:

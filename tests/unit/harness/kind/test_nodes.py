@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from kubernetes import client as k8s
 
-from sparkwire_harness.kind.nodes import OUT_OF_SERVICE, on_node, placement, ready_condition, taints_with, workers
+from sparkwire_harness.kind.nodes import (
+    OUT_OF_SERVICE,
+    crowded_move,
+    on_node,
+    placement,
+    ready_condition,
+    taints_with,
+    workers,
+)
 from sparkwire_harness.kind.settings import CONTROL_PLANE
 
 from .conftest import FakeCore, fake_kube, pod
@@ -41,3 +49,13 @@ def test_the_out_of_service_taint_is_added_once_and_removed_leaving_the_others()
                      {"key": "node.kubernetes.io/out-of-service", "value": "nodeshutdown", "effect": "NoExecute"}]
     assert taints_with([other, OUT_OF_SERVICE], OUT_OF_SERVICE, present=True) == added
     assert taints_with([other, OUT_OF_SERVICE], OUT_OF_SERVICE, present=False) == added[:1]
+
+
+def test_a_crowded_node_gives_up_a_pod_to_a_free_node_keeping_the_primary_last() -> None:
+    nodes = ["cp", "w1", "w2"]
+    # The primary r-1 was deleted with w1 cordoned and started beside r-2 on w2.
+    assert crowded_move({"r-0": "cp", "r-1": "w2", "r-2": "w2"}, nodes, keep="r-1") == ("r-2", "w1")
+    assert crowded_move({"r-0": "cp", "r-1": "w2", "r-2": "w2"}, nodes, keep="r-2") == ("r-1", "w1")
+    assert crowded_move({"r-0": "cp", "r-1": "w1", "r-2": "w2"}, nodes) is None  # one per node already
+    assert crowded_move({"r-0": "w1", "r-1": "w1", "r-2": "w2", "r-3": "w2"}, ["w1", "w2"]) is None  # no free node
+    assert crowded_move({"r-0": "w1", "r-1": "w1", "r-2": "w1"}, nodes) == ("r-0", "cp")
