@@ -30,7 +30,7 @@ def large_orders(raw: Any) -> Any:
     order = F.from_json(F.col("value").cast("string"), "orderId string, amount int, items array<string>")
     parsed = raw.select(order.alias("o"), "topic", "partition", "offset")
     return parsed.where(F.col("o.amount") > 100).select(
-        "o.orderId", "o.amount", F.explode("o.items").alias("item"), "topic", "partition", "offset")
+        "o.orderId", "o.amount", F.posexplode("o.items").alias("pos", "item"), "topic", "partition", "offset")
 
 
 def produce(broker: KafkaBroker, topic: str, orders: list[dict[str, Any]]) -> None:
@@ -45,7 +45,9 @@ REFUSALS = [
     ("dropDuplicates", lambda frame: frame.dropDuplicates(["orderId"]), {}, "dropDuplicates"),
     ("no Kafka position", lambda frame: frame.drop("offset"), {}, "no column 'offset'"),
     ("an id_from", lambda frame: frame, {"id_from": ("orderId",)}, "Kafka position"),
-    ("a topic read twice", lambda frame: frame.unionByName(frame), {}, "in two sources"),
+    ("a topic read twice", lambda frame: frame.unionByName(frame), {"row_index": "pos"}, "in two sources"),
+    ("an explode without row_index", lambda frame: frame, {"row_index": None}, "row_index="),
+    ("a row_index not an integer", lambda frame: frame, {"row_index": "item"}, "must be an integer column"),
 ]
 
 
@@ -57,7 +59,8 @@ def test_realtime_refuses_before_anything_is_written(
     frame = build(large_orders(kafka(spark, kafka_broker, unique_name)))
     target = Target(redis_url=redis_server.url, checkpoint=str(tmp_path / "checkpoint"))
     with pytest.raises(DeliveryError, match=message):
-        deliver(frame, stream=unique_name, key="orderId", mode="realtime", target=target, **options)
+        deliver(frame, stream=unique_name, key="orderId", mode="realtime", target=target,
+                **{"row_index": "pos", **options})
     assert redis.keys(f"*{{{unique_name}}}*") == []
     assert not (tmp_path / "checkpoint").exists()
 
@@ -95,7 +98,7 @@ def test_rows_committed_once_when_the_same_offsets_are_sent_again(
 
     def run(checkpoint: str) -> Any:
         return deliver(large_orders(kafka(spark, kafka_broker, unique_name)), stream=unique_name, key="orderId",
-                       mode="realtime", event_time=None, title="Large orders",
+                       mode="realtime", event_time=None, title="Large orders", row_index="pos",
                        target=Target(redis_url=redis_server.url, checkpoint=str(tmp_path / checkpoint),
                                      realtime_batch="5 seconds"))
 

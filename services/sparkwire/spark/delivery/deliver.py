@@ -56,6 +56,9 @@ class Target:
     realtime_batch: str = DEFAULT_REALTIME_TRIGGER
     """``mode="realtime"`` only: the real-time trigger's batch duration (``trigger(realTime=...)``), Spark's
     checkpoint interval: rows are re-sent from the start of the batch a failure interrupts."""
+    relay_bootstrap: str | None = None
+    """``mode="realtime"`` only: the Kafka cluster of the relay topic ``sparkwire-relay.<stream>`` (the query's
+    rows on their way to the log); by default the cluster of the query's first Kafka source."""
 
     def writer(self, stream: str) -> ReplayLogWriter:
         # What SparkwireRedisNoReplica compares the replicas online with: a job that waits for more cannot commit.
@@ -159,6 +162,7 @@ def deliver(
     units: Mapping[str, str] | None = None,
     target: Target | None = None,
     spark: Any = None,
+    row_index: str | None = None,
 ) -> Any:
     """Deliver ``query`` exactly once into ``stream``; returns the started ``StreamingQuery``.
 
@@ -166,7 +170,8 @@ def deliver(
     is then reported, not rebuilt). The other arguments are :class:`StreamSpec`'s and :class:`Target`'s;
     ``window`` is Spark's window struct column by name (``"window"``) or a pair (start column, end column).
     ``mode="realtime"``: a stateless streaming DataFrame under Spark's real-time trigger, each row an entry
-    (``delivery/realtime.py``); its rows' ids are their Kafka positions (no ``id_column``/``id_from``).
+    (``delivery/realtime.py``); its rows' ids are their Kafka positions (no ``id_column``/``id_from``), and
+    ``row_index`` numbers the rows one record makes when the query can make several (posexplode's pos).
     Raises :class:`~sparkwire.spark.stream.DeliveryError` or
     :class:`~sparkwire.spark.results.encoding.UnencodableSchema` before anything starts.
     """
@@ -174,7 +179,7 @@ def deliver(
     if mode == "realtime":
         return _deliver_realtime(query, stream=stream, key=key, id_column=id_column, id_from=id_from,
                                  event_time=event_time, window=window, value_fields=value_fields, title=title,
-                                 units=units, target=target)
+                                 units=units, target=target, row_index=row_index)
     spec = _spec(stream, key, mode, id_column, id_from, event_time, window, value_fields, title, units)
     frame, sink = prepare_sink(query, spec, target, spark=spark)
     return start(frame, sink, spec, target)
@@ -183,7 +188,7 @@ def deliver(
 def _deliver_realtime(query: Any, *, stream: str, key: str | Sequence[str], id_column: str | None,
                       id_from: Sequence[str], event_time: str | None, window: str | tuple[str, str] | None,
                       value_fields: Sequence[str] | None, title: str, units: Mapping[str, str] | None,
-                      target: Target) -> Any:
+                      target: Target, row_index: str | None) -> Any:
     if isinstance(query, SourceQuery):
         raise DeliveryError("deliver(mode='realtime') takes the streaming DataFrame itself: a SourceQuery's query is "
                             "the stateful part, which real-time mode cannot run")
@@ -191,14 +196,15 @@ def _deliver_realtime(query: Any, *, stream: str, key: str | Sequence[str], id_c
         raise DeliveryError("deliver(mode='realtime'): a row's id is its Kafka position (topic, partition, offset); "
                             "id_column, id_from and window do not apply")
     spec = _spec(stream, key, "append", None, POSITION_COLUMNS, event_time, None, value_fields, title, units)
-    check_realtime(query, spec)
+    check_realtime(query, spec, row_index)
     document = spec.descriptor(query.schema, "the stream is delivered in real-time mode, as rows: a lost log is "
                                "reported, not rebuilt")
     document["realtime"] = True
     return start_realtime(query, spec, redis_url=target.redis_url, checkpoint=target.checkpoint,
                           query_name=target.query_name, trigger=target.realtime_batch, retention=target.retention,
                           replicas=target.replicas, replica_timeout_ms=target.replica_timeout_ms,
-                          descriptor=json.dumps(document, separators=(",", ":")))
+                          descriptor=json.dumps(document, separators=(",", ":")), row_index=row_index,
+                          relay_bootstrap=target.relay_bootstrap)
 
 
 def deliver_job(job: Job, spark: Any, faults: FaultInjector | None = None) -> Any:

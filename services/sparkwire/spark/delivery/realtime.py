@@ -1,36 +1,34 @@
 """``deliver(..., mode="realtime")``: a stateless query under Spark's real-time trigger, each output row an
-entry of the replay log, exactly once across re-sent rows.
+entry of the replay log within milliseconds, exactly once across re-sent rows.
 
 Real-time mode (Spark 4.1+, ``trigger(realTime=...)``) refuses ``foreachBatch``; its sinks are Kafka, memory,
-console and ``foreach``. Each row goes through a PySpark ``foreach`` writer (:class:`RealtimeRowWriter`), which
-commits it with ``lua/commit_rows.lua``: the row's id is its source position (topic, partition, offset, and
-its index among the rows of one record), and the commit refuses a row at or below the position already
-committed for its topic-partition in the same atomic step that appends it. After a failure Spark re-sends
-the rows since the offsets it last committed (at the end of a long batch); those are refused and counted as
-duplicates. The seqs stay gap-free (one script, one ``last_seq``), the epoch is the stream's, fenced on.
+console and ``foreach``, and PySpark's ``foreach`` hands a long batch's rows to Python only when the batch ends
+(seconds). So the rows leave Spark through its Kafka sink, each with its source position, into a relay topic,
+and a relay in the driver's process commits them as they arrive (``relay.py``): a row's id is its source
+position (topic, partition, offset, and its index among the rows of one record), and ``lua/commit_rows.lua``
+refuses a row at or below the position already committed for its topic-partition in the same atomic step
+that appends it. After a failure Spark re-sends the rows since the offsets it last committed (at the end of a
+long batch); those are refused and counted as duplicates. The seqs stay gap-free (one script, one
+``last_seq``), the epoch is the stream's, fenced on.
 
 Refused before the query starts (:func:`check_realtime`): a batch DataFrame, a stateful operator (Spark 4.2
-runs none under real-time mode), a result without Kafka's ``topic``, ``partition`` and ``offset`` columns.
-
-Latency: none gained yet. PySpark's ``foreach`` (the JVM ``PythonForeachWriter``, which buffers the rows and
-pickles them to the Python worker) hands a long batch's rows to ``process`` only when the batch ends: a row
-waits up to the batch duration, at least 5 s (docs/deliver-your-own-query.md, "Real-time mode", measured by
-bench/realtime_spike.py). A JVM writer running ``lua/commit_rows.lua`` would keep this commit and drop the wait.
+runs none under real-time mode), a result without Kafka's ``topic``, ``partition`` and ``offset`` columns, a
+query that can make several rows of one record (an explode, a join) without ``row_index``.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
-import sys
+from dataclasses import dataclass
 from typing import Any
 
-from sparkwire.replaylog import PositionedRecord, Record, ReplayLogWriter
+from sparkwire.replaylog import ReplayLogWriter
 from sparkwire.replaylog.redis_url import connect
+from sparkwire.spark.delivery.relay import Relay, relay_group, relay_topic
 from sparkwire.spark.results.checks import _class, _nodes
-from sparkwire.spark.results.encoding import check_encodable, prepare, row_encoder
-from sparkwire.spark.results.records import key_text
+from sparkwire.spark.results.encoding import check_encodable
+from sparkwire.spark.results.relay_json import TO_JSON_OPTIONS, relay_columns, relay_decoder
 from sparkwire.spark.stream import ID_FIELD, DeliveryError, StreamSpec
 
 log = logging.getLogger(__name__)
@@ -98,7 +96,11 @@ def check_one_reading_per_topic(plan: Any) -> None:
         seen |= _topics(how, value)
 
 
-def check_realtime(frame: Any, spec: StreamSpec) -> None:
+# Plan nodes after which one source record can make several rows: they need ``row_index``.
+_MULTIPLYING = {"Generate": "an explode", "Join": "a join"}
+
+
+def check_realtime(frame: Any, spec: StreamSpec, row_index: str | None = None) -> None:
     """Raise :class:`DeliveryError` for a query real-time mode cannot run, or sparkwire cannot commit once."""
     if not frame.isStreaming:
         raise DeliveryError("deliver(mode='realtime') needs a streaming DataFrame (spark.readStream...); this one "
@@ -116,6 +118,18 @@ def check_realtime(frame: Any, spec: StreamSpec) -> None:
                                 "mode joins a stream with a static table only")
     check_one_reading_per_topic(plan)
     names = set(frame.schema.names)
+    multiplying = sorted({_MULTIPLYING[_class(node)] for node in _nodes(plan) if _class(node) in _MULTIPLYING})
+    if multiplying and row_index is None:
+        raise DeliveryError(
+            f"deliver(mode='realtime'): the query has {' and '.join(multiplying)}, which can make several rows of "
+            "one Kafka record, and a row's id is its record's position: name the row's place among them with "
+            "row_index= (an integer column growing within a record: posexplode's pos; for a join matching at most "
+            "one row, F.lit(0))")
+    if row_index is not None:
+        fields = {field.name: field.dataType.typeName() for field in frame.schema.fields}
+        if fields.get(row_index) not in ("byte", "short", "integer", "long"):
+            raise DeliveryError(f"deliver(mode='realtime'): row_index {row_index!r} must be an integer column of the "
+                                f"result (it is {fields.get(row_index, 'missing')})")
     missing = [column for column in POSITION_COLUMNS if column not in names]
     if missing:
         raise DeliveryError(
@@ -128,82 +142,85 @@ def check_realtime(frame: Any, spec: StreamSpec) -> None:
     spec.check_columns(frame.schema)
 
 
-# One writer per Python worker process and stream: a worker runs many tasks, one after the other.
-_WRITERS: dict[tuple[str, str], ReplayLogWriter] = {}
+@dataclass(frozen=True)
+class Relaying:
+    """Where a real-time query's rows go on their way to the log (``relay.py``)."""
+
+    bootstrap: str
+    topic: str
+    partitions: int = 1
+    retention_ms: int = 7 * 24 * 3600 * 1000
 
 
-class RealtimeRowWriter:
-    """The ``foreach`` writer: each row committed as it comes (``process``), once (``lua/commit_rows.lua``).
-    Pickled to the Python workers; holds only plain values and the schema."""
+def source_bootstrap(frame: Any) -> str:
+    """The ``kafka.bootstrap.servers`` of the query's first Kafka source: the relay topic's cluster by default."""
+    for node in _nodes(frame._jdf.queryExecution().analyzed()):
+        if _class(node) == "StreamingRelationV2":
+            bootstrap = node.extraOptions().get("kafka.bootstrap.servers")
+            if bootstrap is not None:
+                return str(bootstrap)
+    raise DeliveryError("deliver(mode='realtime'): the query reads no Kafka source with kafka.bootstrap.servers; "
+                        "name the relay's cluster with Target(relay_bootstrap=...)")
 
-    def __init__(self, spec: StreamSpec, schema: Any, *, redis_url: str, query_id: str, fence: str,
-                 retention: int, replicas: int, replica_timeout_ms: int) -> None:
-        self.spec = spec
-        self.schema = schema
-        self.redis_url = redis_url
-        self.query_id = query_id
-        self.fence = fence
-        self.retention = retention
-        self.replicas = replicas
-        self.replica_timeout_ms = replica_timeout_ms
-        self._encode: Any = None
-        self._writer: ReplayLogWriter | None = None
-        self._epoch_id = 0
-        self._last: tuple[str, int] | None = None  # the last row's (source, offset), and how many rows it made
-        self._index = 0
 
-    def open(self, partition_id: int, epoch_id: int) -> bool:
-        if self._writer is None:
-            cache = (self.redis_url, self.spec.stream)
-            if cache not in _WRITERS:
-                _WRITERS[cache] = ReplayLogWriter(connect(self.redis_url), self.spec.stream, retention=self.retention,
-                                                  replicas=self.replicas, replica_timeout_ms=self.replica_timeout_ms)
-            self._writer = _WRITERS[cache]
-            self._encode = row_encoder(self.schema)
-        self._epoch_id = epoch_id
-        self._last, self._index = None, 0
-        return True
+def ensure_topic(relaying: Relaying) -> None:
+    """The relay topic, created unless it exists (the broker's replication factor)."""
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-    def record(self, row: Any) -> PositionedRecord:
-        """The row as a positioned record: its id from its source position."""
-        payload = self._encode(row)
-        source, offset = f"{payload['topic']}/{payload['partition']}", int(payload["offset"])
-        # Rows of one source record come one after the other (an explode's), in the same order on a re-run.
-        self._index = self._index + 1 if self._last == (source, offset) else 0
-        self._last = (source, offset)
-        pid = f"{source}/{offset}" + (f"#{self._index}" if self._index else "")
-        payload[ID_FIELD] = pid
-        key = key_text([payload[name] for name in self.spec.keys])
-        text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-        return PositionedRecord(source, offset, self._index, Record(pid, key, text))
+    admin = AdminClient({"bootstrap.servers": relaying.bootstrap})
+    topic = NewTopic(relaying.topic, num_partitions=relaying.partitions,
+                     config={"retention.ms": str(relaying.retention_ms)})
+    try:
+        admin.create_topics([topic], request_timeout=30)[relaying.topic].result(30)
+    except KafkaException as exc:
+        error = exc.args[0] if exc.args else None
+        if not (isinstance(error, KafkaError) and error.code() == KafkaError.TOPIC_ALREADY_EXISTS):
+            raise
 
-    def process(self, row: Any) -> None:
-        assert self._writer is not None
-        self._writer.commit_rows(self.query_id, self._epoch_id, [self.record(row)], fence=self.fence)
 
-    def close(self, error: BaseException | None) -> None:
-        """Nothing to flush: every row was committed by ``process``."""
+def relay_frame(frame: Any, row_index: str | None) -> Any:
+    """The query's rows as relay messages (``relay.py``): key the source, value its position and the row."""
+    from pyspark.sql import functions as F
+
+    ready, columns = relay_columns(frame)
+    source = F.concat_ws("/", F.col("topic"), F.col("partition").cast("string"))
+    index = F.col(f"`{row_index}`").cast("long") if row_index else F.lit(0).cast("long")
+    value = F.struct(source.alias("s"), F.col("offset").alias("o"), index.alias("i"), F.struct(*columns).alias("r"))
+    return ready.select(source.alias("key"), F.to_json(value, TO_JSON_OPTIONS).alias("value"))
 
 
 def start_realtime(frame: Any, spec: StreamSpec, *, redis_url: str, checkpoint: str, query_name: str | None,
-                   trigger: str, retention: int, replicas: int, replica_timeout_ms: int, descriptor: str) -> Any:
-    """Check ``frame``, fence on the stream's epoch (created when it has none) and start the query."""
-    check_realtime(frame, spec)
-    ready = prepare(frame)
+                   trigger: str, retention: int, replicas: int, replica_timeout_ms: int, descriptor: str,
+                   row_index: str | None = None, relay_bootstrap: str | None = None) -> Any:
+    """Check ``frame``, fence on the stream's epoch (created when it has none), start the relay, then the query."""
+    from confluent_kafka import Consumer
+
+    check_realtime(frame, spec, row_index)
+    relaying = Relaying(relay_bootstrap or source_bootstrap(frame), relay_topic(spec.stream))
+    ensure_topic(relaying)
     writer = ReplayLogWriter(connect(redis_url), spec.stream, retention=retention, replicas=replicas,
                              replica_timeout_ms=replica_timeout_ms)
     query_id = f"realtime:{query_name or spec.stream}"
     epoch = writer.commit_rows(query_id, -1, []).epoch  # the stream's epoch, created if it has none
     writer.put_descriptor(descriptor)
-    row_writer = RealtimeRowWriter(spec, ready.schema, redis_url=redis_url, query_id=query_id, fence=epoch,
-                                   retention=retention, replicas=replicas, replica_timeout_ms=replica_timeout_ms)
-    context = frame.sparkSession.sparkContext
-    if "PYSPARK_PYTHON" not in os.environ:
-        # The writer runs in Python workers, which must import sparkwire: this interpreter (the same path in the
-        # driver's image) rather than PySpark's default, the `python3` of the PATH. PYSPARK_PYTHON, when set, wins.
-        context.pythonExec = sys.executable
-    stream_writer = ready.writeStream
+    consumer = Consumer({"bootstrap.servers": relaying.bootstrap, "group.id": relay_group(spec.stream),
+                         "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                         "fetch.wait.max.ms": 10})
+    consumer.subscribe([relaying.topic])
+    relay = Relay(consumer, writer, spec, relay_decoder(frame.schema), query_id=query_id, fence=epoch)
+    stream_writer = relay_frame(frame, row_index).writeStream
     if query_name:
         stream_writer = stream_writer.queryName(query_name)
-    return (stream_writer.outputMode("update").foreach(row_writer).option("checkpointLocation", checkpoint)
-            .trigger(realTime=trigger).start())
+    query = (stream_writer.format("kafka").option("kafka.bootstrap.servers", relaying.bootstrap)
+             .option("topic", relaying.topic).option("kafka.linger.ms", "0").option("kafka.acks", "all")
+             .option("kafka.enable.idempotence", "true").option("checkpointLocation", checkpoint)
+             .outputMode("update").trigger(realTime=trigger).start())
+
+    def fenced(error: Exception) -> None:
+        log.error("stream %s: %s; stopping the real-time query", spec.stream, error)
+        query.stop()
+
+    relay.start(on_fenced=fenced, active=lambda: bool(query.isActive))
+    query.sparkwire_relay = relay  # what a caller (a test, a job's health check) can look at
+    return query
