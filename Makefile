@@ -7,7 +7,7 @@ CACHE := .cache
 # bench/ may be empty (git keeps no empty folders); ruff fails on a missing path.
 LINT_DIRS := $(wildcard services harness tests bench)
 
-.PHONY: setup setup-demo test lint check-packages demo chaos clean kind-up kind-down e2e-kind bench-peers bench-spark bench-update bench-recovery bench-abuse
+.PHONY: setup setup-demo test lint check-packages demo chaos clean kind-up kind-down e2e-kind bench-peers bench-spark bench-update bench-realtime bench-recovery bench-abuse
 
 setup:
 	bash infra/setup.sh all
@@ -60,6 +60,7 @@ bench-peers: ; flock /tmp/sparkwire-heavy.lock $(VENV)/python bench/side_by_side
 bench-recovery: ; flock /tmp/sparkwire-heavy.lock $(VENV)/python bench/driver_recovery.py $(ARGS)
 bench-spark: ; flock /tmp/sparkwire-heavy.lock $(VENV)/python bench/spark_throughput.py $(ARGS)
 bench-update: ; flock /tmp/sparkwire-heavy.lock $(VENV)/python bench/update_latency.py $(ARGS)
+bench-realtime: ; flock /tmp/sparkwire-heavy.lock $(VENV)/python bench/realtime_latency.py $(ARGS)
 bench-abuse: ; flock /tmp/sparkwire-heavy.lock $(VENV)/python bench/abuse.py $(ARGS)
 
 # The documentation site (mkdocs.yml, pages in docs/) into site/, warnings as errors: broken links and anchors

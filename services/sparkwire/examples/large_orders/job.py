@@ -7,9 +7,10 @@ topic (``sparkwire.examples.orders.produce`` writes it)::
     {"orderId": "o-17", "region": "eu-west", "amount": "19.90", "ts": 1764000000000}
 
 and delivers one entry per Kafka record of a large order, its id the record's position: a record Spark
-sends again after a failure is committed once. An order its producer sent twice is two records, two entries
-(dropping repeats by ``orderId`` needs state, which real-time mode does not run). Records that are not
-orders are dropped by the query.
+sends again after a failure is committed once. Its key is the region: the page shows each region's latest
+large order on its card, and every one in its table of rows. An order its producer sent twice is two
+records, two entries (dropping repeats by ``orderId`` needs state, which real-time mode does not run).
+Records that are not orders are dropped by the query.
 
 ``--mode micro-batch`` runs the same query with micro-batches (``mode="append"``, the default trigger): the
 side-by-side in docs/benchmarks.md compares the two.
@@ -79,7 +80,7 @@ def start(spark: Any, settings: Settings, mode: str = "realtime") -> Any:
            .option("subscribe", settings.topic).option("startingOffsets", "earliest").load())
     target = Target(redis_url=settings.redis_url, checkpoint=settings.checkpoint,
                     realtime_batch=settings.realtime_batch, trigger_ms=settings.trigger_ms)
-    common: dict[str, Any] = {"stream": settings.stream, "key": "orderId", "title": "Large orders",
+    common: dict[str, Any] = {"stream": settings.stream, "key": "region", "title": "Large orders",
                               "value_fields": ("amount",), "units": {"amount": "EUR"}, "target": target}
     if mode == "realtime":
         return deliver(large_orders(raw, settings.threshold), mode="realtime", **common)

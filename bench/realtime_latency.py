@@ -1,0 +1,254 @@
+"""Real-time mode against micro-batches, event -> client: how soon after a large order is sent do 1,000
+connected clients, a ``StreamClient`` and the page in Chromium have it.
+
+The large-orders feed (``sparkwire.examples.large_orders``: a filter and a projection of the orders topic,
+each order of at least 500 an entry) runs twice in one run, one mode after the other, on the same machine, the
+same real Kafka broker and ``redis-server`` (AOF, ``appendfsync always``) and one gateway: under Spark's
+real-time mode (``mode="realtime"``: Spark's Kafka sink, the relay topic, the relay's commit) and under
+micro-batches (``mode="append"``, the default 1 s trigger). For each mode: the job is started and warmed up
+(orders until its first entry, then ``--warmup-seconds`` more), then ``--clients`` clients of the Go load
+generator (bench/loadgen), one ``BackgroundClient`` and the dashboard page (``&record=1``: each frame's last
+drawn seq and time) follow the stream while the orders example's producer sends ``--rate`` orders a second
+for ``--seconds`` (each order's ``ts`` is when it is sent). Every client must end with every entry exactly once.
+
+Per entry (one large order): sent -> committed (the commit script's clock: Kafka, Spark, the relay or the
+micro-batch, the commit), committed -> received (the ``StreamClient``, and the load generator's histogram over
+its clients), committed -> drawn on the page (its first frame at or after the entry's seq), and sent ->
+received / drawn.
+
+    flock /tmp/sparkwire-heavy.lock .venv/bin/python bench/realtime_latency.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import shlex
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import redis
+from _common import emit_section, histogram_quantile, machine_info, markers, quantile, reproduce_lines
+from _loadgen import GoLoadGen
+from _sbs_measure import Outcome
+from playwright.sync_api import sync_playwright
+
+from sparkwire.client.background import BackgroundClient
+from sparkwire.protocol.server_frames import ReceivedEntry
+from sparkwire.replaylog import ReplayLogReader
+from sparkwire_harness.stack import GatewayProcess, KafkaBroker, ManagedProcess, RedisServer
+
+SECTION = "realtime_latency"
+MODES = ("realtime", "micro-batch")
+THRESHOLD = "500"
+AIM_P50_MS, AIM_P99_MS = 50, 200
+REPO = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--clients", type=int, default=1_000, help="load-generator clients per mode")
+    parser.add_argument("--rate", type=float, default=20.0, help="orders per second (about half are large)")
+    parser.add_argument("--seconds", type=float, default=30.0, help="how long orders are sent, per mode")
+    parser.add_argument("--warmup-seconds", type=float, default=10.0, help="orders before the measured ones")
+    parser.add_argument("--output", type=Path, default=REPO / "docs" / "benchmarks.md", help="'-' for stdout")
+    return parser.parse_args(argv)
+
+
+@dataclass
+class Measured:
+    mode: str
+    sent_to_commit: list[int] = field(default_factory=list)
+    commit_to_client: list[int] = field(default_factory=list)
+    commit_to_page: list[int] = field(default_factory=list)
+    sent_to_client: list[int] = field(default_factory=list)
+    sent_to_page: list[int] = field(default_factory=list)
+    crowd: Outcome = field(default_factory=Outcome)
+    entries: int = 0
+    client_problems: int = 0
+    not_drawn: int = 0
+
+
+def _ms(iso: str) -> int:
+    moment = dt.datetime.fromisoformat(iso.replace("Z", "+00:00"))
+    return round(moment.timestamp() * 1000)
+
+
+def _producer(workdir: Path, kafka: KafkaBroker, topic: str, rate: float, seconds: float, name: str,
+              seed: int) -> ManagedProcess:
+    return ManagedProcess(name, [
+        sys.executable, "-m", "sparkwire.examples.orders.produce", "--bootstrap-servers", kafka.bootstrap,
+        "--topic", topic, "--rate", str(rate), "--duration-ms", str(round(seconds * 1000)), "--seed", str(seed),
+        "--orders-file", str(workdir / f"{name}.jsonl")],
+        workdir)  # fmt: skip
+
+
+def _run_to_end(process: ManagedProcess) -> None:
+    process.start()
+    while process.alive:
+        time.sleep(0.2)
+    if process.returncode != 0:
+        raise RuntimeError(f"{process.name} failed:\n{process.log_tail(20)}")
+
+
+def measure_mode(mode: str, args: argparse.Namespace, workdir: Path, kafka: KafkaBroker, redis_server: RedisServer,
+                 gateway: GatewayProcess, loadgen: GoLoadGen, browser: object) -> Measured:
+    stream = topic = f"feed-{mode}"
+    kafka.create_topic(topic, partitions=2)
+    job = ManagedProcess(f"job-{mode}", [sys.executable, "-m", "sparkwire.examples.large_orders", "run", "--mode",
+                                         mode, "--master", "local[3]"], workdir, env={
+        "LARGE_ORDERS_BOOTSTRAP_SERVERS": kafka.bootstrap, "LARGE_ORDERS_TOPIC": topic,
+        "LARGE_ORDERS_STREAM": stream, "LARGE_ORDERS_REDIS_URL": redis_server.url,
+        "LARGE_ORDERS_CHECKPOINT": str(workdir / f"checkpoint-{mode}"), "LARGE_ORDERS_THRESHOLD": THRESHOLD})
+    reader = ReplayLogReader(redis_server.client(), stream)
+    measured = Measured(mode)
+    job.start()
+    try:
+        deadline = time.monotonic() + 180
+        while reader.meta().last_seq == 0:  # warm-up orders until the job's first entry
+            if not job.alive or time.monotonic() > deadline:
+                raise RuntimeError(f"the {mode} job delivered nothing:\n{job.log_tail(40)}")
+            _run_to_end(_producer(workdir, kafka, topic, args.rate, 2, f"warm-{mode}", seed=1))
+        _run_to_end(_producer(workdir, kafka, topic, args.rate, args.warmup_seconds, f"warm2-{mode}", seed=2))
+        time.sleep(2)
+        start_seq = reader.meta().last_seq
+        received: list[tuple[ReceivedEntry, int]] = []
+        client = BackgroundClient(gateway.ws(stream), on_entry=lambda e: received.append((e, int(time.time() * 1000))))
+        client.start()
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})  # type: ignore[attr-defined]
+        page.goto(f"{gateway.http}/?stream={stream}&record=1")
+        loadgen.call("connect", proto="sparkwire", urls=[gateway.ws(stream)], count=args.clients, concurrency=64)
+        time.sleep(2)
+        loadgen.call("phase_start")
+        _run_to_end(_producer(workdir, kafka, topic, args.rate, args.seconds, f"orders-{mode}", seed=3))
+        time.sleep(3)  # the last micro-batch and its delivery
+        head = reader.meta().last_seq
+        measured.crowd = Outcome.of(loadgen.call("phase_end", head=head, timeout=60))
+        loadgen.call("disconnect")
+        frames = [(int(seq), int(ms)) for seq, ms in page.evaluate("window.__sparkwire.drawn")]
+        page.close()
+        client.stop()
+    finally:
+        job.stop(timeout=30)
+    seqs = [entry.seq for entry, _ in received]
+    measured.client_problems = len(seqs) - len(set(seqs)) + len(set(range(start_seq + 1, head + 1)) - set(seqs))
+    for entry, received_ms in received:
+        if entry.seq <= start_seq or not isinstance(entry.data, dict):
+            continue
+        sent = _ms(str(entry.data["orderTime"]))
+        measured.entries += 1
+        measured.sent_to_commit.append(entry.commit_ms - sent)
+        measured.commit_to_client.append(received_ms - entry.commit_ms)
+        measured.sent_to_client.append(received_ms - sent)
+        drawn = next((ms for seq, ms in frames if seq >= entry.seq), None)
+        if drawn is None:
+            measured.not_drawn += 1
+        else:
+            measured.commit_to_page.append(drawn - entry.commit_ms)
+            measured.sent_to_page.append(drawn - sent)
+    c = measured.crowd
+    print(f"[{mode}] {measured.entries} entries; client p50 {quantile(sorted(measured.sent_to_client), 0.5):.0f} ms; "
+          f"{c.clients} clients: complete {c.complete}, lost {c.lost}, dup {c.duplicates}, behind {c.behind}, "
+          f"commit->received p50/p99 {c.latency_ms(0.5):.1f}/{c.latency_ms(0.99):.1f} ms", file=sys.stderr)
+    return measured
+
+
+def measure(args: argparse.Namespace, workdir: Path) -> tuple[list[Measured], dict[str, str]]:
+    with (RedisServer(workdir / "redis") as redis_server, KafkaBroker(workdir / "kafka") as kafka,
+          sync_playwright() as playwright):
+        gateway = GatewayProcess(workdir, redis_server.url, [f"feed-{mode}" for mode in MODES]).start()
+        loadgen = GoLoadGen(workdir / "loadgen.log")
+        browser = playwright.chromium.launch(executable_path=CHROMIUM)
+        try:
+            results = [measure_mode(mode, args, workdir, kafka, redis_server, gateway, loadgen, browser)
+                       for mode in MODES]
+        finally:
+            browser.close()
+            loadgen.close()
+            gateway.stop()
+        return results, machine_info(redis.Redis.from_url(redis_server.url))
+
+
+def _cells(values: Sequence[int]) -> str:
+    ordered = sorted(values)
+    return " | ".join(f"{quantile(ordered, q):,.0f}" for q in (0.5, 0.99, 1)) if ordered else "- | - | -"
+
+
+def _crowd_cells(outcome: Outcome) -> str:
+    return " | ".join(f"{histogram_quantile(outcome.hist, q):,.1f}" for q in (0.5, 0.99, 1))
+
+
+def exactly_once(m: Measured) -> bool:
+    c = m.crowd
+    return m.client_problems == 0 and c.lost == 0 and c.duplicates == 0 and c.behind == 0 and c.complete == c.clients
+
+
+def render(*, args: argparse.Namespace, date: str, wall: float, command: str, results: list[Measured],
+           info: dict[str, str]) -> str:
+    start, end = markers(SECTION)
+    rows = []
+    for name, attribute in (("order sent → committed (Kafka, Spark, the commit)", "sent_to_commit"),
+                            ("committed → `StreamClient` received", "commit_to_client"),
+                            ("committed → drawn on the page", "commit_to_page"),
+                            ("order sent → `StreamClient` received", "sent_to_client"),
+                            ("**order sent → drawn on the page**", "sent_to_page")):
+        rows.append(f"| {name} | " + " | ".join(_cells(getattr(m, attribute)) for m in results) + " |")
+    rows.append(f"| committed → received, {args.clients:,} load-generator clients | "
+                + " | ".join(_crowd_cells(m.crowd) for m in results) + " |")
+    realtime = results[0]
+    p50 = quantile(sorted(realtime.sent_to_page), 0.5)
+    p99 = quantile(sorted(realtime.sent_to_page), 0.99)
+    met = exactly_once(realtime) and p50 <= AIM_P50_MS and p99 <= AIM_P99_MS
+    outcomes = "; ".join(
+        f"{m.mode}: {m.entries:,} entries, {m.crowd.complete:,} of {m.crowd.clients:,} clients complete, "
+        f"{m.crowd.lost} lost, {m.crowd.duplicates} duplicates, the `StreamClient` "
+        f"{'exactly once' if m.client_problems == 0 else f'{m.client_problems} problems'}, {m.not_drawn} not drawn"
+        for m in results)
+    return "\n".join([
+        start,
+        "## Real-time mode: a large order → the page, beside micro-batches",
+        "",
+        "The large-orders feed (`sparkwire.examples.large_orders`: a filter and a projection, each order of at least "
+        f"{THRESHOLD} an entry) under Spark's real-time mode and under micro-batches (its default 1 s trigger), one "
+        "after the other in one run, on this machine's real Kafka broker and `redis-server` (AOF, `appendfsync "
+        f"always`), one gateway, {args.clients:,} clients of the Go load generator, one `StreamClient` and the "
+        "dashboard page in Chromium; generated by `bench/realtime_latency.py` (method in its docstring).",
+        "",
+        *reproduce_lines(date, wall, f"flock /tmp/sparkwire-heavy.lock {command}"),
+        f"- Machine: {info['nproc']} CPUs ({info['cpu']}), {info['ram']} RAM; Redis {info['redis']}.",
+        f"- Orders: {args.rate:,.0f}/s for {args.seconds:.0f} s per mode to a two-partition topic, after "
+        f"{args.warmup_seconds:.0f} s of warm-up; {outcomes}.",
+        "",
+        "| span, per large order (ms) | real-time p50 | p99 | max | micro-batch p50 | p99 | max |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+        *rows,
+        "",
+        f"- Real-time mode, order sent → drawn on the page ≤ {AIM_P50_MS} ms p50 and ≤ {AIM_P99_MS} ms p99 with "
+        f"{args.clients:,} clients connected, every client exactly once: **{'met' if met else 'not met'}** "
+        f"({p50:,.0f} ms p50, {p99:,.0f} ms p99).",
+        "",
+        end,
+        "",
+    ])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse_args(argv)
+    started = time.monotonic()
+    date = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    with tempfile.TemporaryDirectory(prefix="realtime-latency-") as tmp:
+        results, info = measure(args, Path(tmp))
+    text = render(args=args, date=date, wall=time.monotonic() - started, results=results, info=info,
+                  command=shlex.join([".venv/bin/python", "bench/realtime_latency.py", *argv]))
+    emit_section(args.output, SECTION, text)
+    return 0 if all(exactly_once(m) for m in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
