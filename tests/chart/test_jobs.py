@@ -340,6 +340,10 @@ def _job(**changes: Any) -> dict[str, Any]:
                  'is also the checkpoint of the aggregator', id="aggregators-claim"),
     pytest.param([_job()], {"aggregator.enabled": False, "kafka.bootstrapServers": ""},
                  "set kafka.bootstrapServers to your Kafka", id="no-kafka"),
+    pytest.param([_job(realtime={"sourcePartitions": 4}, executor={"instances": 1, "cores": 2})], {},
+                 "4 source partitions need executor instances x cores of at least 4, not 1 x 2",
+                 id="realtime-too-few-slots"),
+    pytest.param([_job(realtime={})], {}, "sourcePartitions", id="schema-realtime-partitions"),
     # The schema catches these first (the guards hold them with --skip-schema-validation too, below).
     pytest.param([_job(stream="bad stream!")], {}, "/jobs/0/stream", id="schema-stream-name"),
     pytest.param([_job(name="Orders")], {}, "/jobs/0/name", id="schema-name-dns-label"),
@@ -372,3 +376,8 @@ def test_every_spark_job_waits_for_the_replicas_an_external_redis_asks_for_and_n
     for name in (AGGREGATOR, ORDERS):
         assert env_of(_driver(find(external, "SparkApplication", name)))["SPARKWIRE_REDIS_REPLICAS"]["value"] == "1"
         assert env_of(_driver(find(own, "SparkApplication", name)))["SPARKWIRE_REDIS_REPLICAS"]["value"] == "0"
+
+
+def test_a_realtime_job_with_a_slot_per_source_partition_renders() -> None:
+    objects = render(sets={"jobs": [_job(realtime={"sourcePartitions": 2}, executor={"instances": 2, "cores": 1})]})
+    assert find(objects, "SparkApplication", ORDERS)["spec"]["executor"]["instances"] == 2

@@ -25,10 +25,11 @@ Beyond the guide's names (``deliver``, ``deliver_job``, ``foreach_batch``, ``mai
 ``UnencodableSchema``), it exports what a job that brings a sink and a process of its own needs (the built-in
 metrics job, ``sparkwire.aggregator``, imports nothing else of this package): ``start`` (a query with a given
 sink), ``AVAILABLE``, ``ResultEncoder``, ``HistoryRebuilder``, ``FaultInjector``, ``metrics``; the driver's
-runtime (``add_runtime_arguments``, ``session``, ``serve``, ``stop_on_signals``, ``load_job``, ``rebuild_job``,
-``QUICK_JIT``, ``ProgressReporter``, ``DEADLETTER_QUERY``, ``DEADLETTER_OBSERVATION``); and what a query's
-checkpoint says about its past batches (``read_history``, ``QueryHistory``, ``BatchInput``,
-``replan_unrunnable_batch``; an example's own oracle of its results reads it).
+runtime (``add_runtime_arguments``, ``add_placement_arguments``, ``session``, ``serve``, ``stop_on_signals``,
+``load_job``, ``rebuild_job``, ``QUICK_JIT``, ``ProgressReporter``, ``DEADLETTER_QUERY``,
+``DEADLETTER_OBSERVATION``); and what a query's checkpoint says about its past batches (``read_history``,
+``QueryHistory``, ``BatchInput``, ``replan_unrunnable_batch``; an example's own oracle of its results reads
+it).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from sparkwire.spark.rebuild.rebuilder import HistoryRebuilder
 from sparkwire.spark.results.encoding import UnencodableSchema
 from sparkwire.spark.results.records import ResultEncoder
 from sparkwire.spark.runtime.main import (
+    add_placement_arguments,
     add_runtime_arguments,
     load_job,
     main,
@@ -92,6 +94,7 @@ __all__ = [
     "StreamSpec",
     "Target",
     "UnencodableSchema",
+    "add_placement_arguments",
     "add_runtime_arguments",
     "deliver",
     "deliver_job",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
@@ -47,3 +48,19 @@ def feed_differences(payloads: Iterable[str], expected: Mapping[str, Mapping[str
         seen.add(str(pid))
     problems.extend(f"missing: {pid}" for pid in sorted(set(expected) - seen))
     return problems
+
+
+def feed_fields(payload: Mapping[str, Any]) -> tuple[str, str, str, str]:
+    """What a feed entry says of its order, without its position: (orderId, region, amount, orderTime)."""
+    return str(payload["orderId"]), str(payload["region"]), str(payload["amount"]), str(payload["orderTime"])
+
+
+def expected_fields(records: Iterable[Mapping[str, Any]], threshold: Decimal) -> Counter[tuple[str, str, str, str]]:
+    """The entries the feed must hold for the records sent (``orders.produce.generate``'s, positions unknown):
+    one per record of a valid order of at least ``threshold`` — an order sent twice is there twice."""
+    found: Counter[tuple[str, str, str, str]] = Counter()
+    for record in records:
+        if "region" in record and Decimal(str(record["amount"])) >= threshold:
+            found[(str(record["orderId"]), str(record["region"]), f"{Decimal(str(record['amount'])):.2f}",
+                   order_time(int(record["ts"])))] += 1
+    return found

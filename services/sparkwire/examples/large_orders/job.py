@@ -23,15 +23,24 @@ Run it (settings from ``LARGE_ORDERS_*`` environment variables, see :func:`setti
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from pyspark.sql import functions as F
 
 from sparkwire.examples.orders.job import MAX_TIMESTAMP_MS, ORDER
-from sparkwire.spark import Target, add_runtime_arguments, deliver, serve, session, stop_on_signals
+from sparkwire.spark import (
+    Target,
+    add_placement_arguments,
+    add_runtime_arguments,
+    deliver,
+    serve,
+    session,
+    stop_on_signals,
+)
 
 
 @dataclass(frozen=True)
@@ -44,6 +53,7 @@ class Settings:
     threshold: str = "500"
     realtime_batch: str = "5 minutes"
     trigger_ms: int = 1_000
+    replicas: int = 0
 
 
 def settings_from_environment() -> Settings:
@@ -54,6 +64,16 @@ def settings_from_environment() -> Settings:
         if value is not None:
             found[item.name] = int(value) if item.type == "int" else value
     return Settings(**found)
+
+
+def placed(settings: Settings, args: argparse.Namespace) -> Settings:
+    """``settings`` with the placement options given (what the Helm chart sets for every job) in place."""
+    given = {"bootstrap_servers": args.bootstrap_servers, "redis_url": args.redis_url, "stream": args.stream,
+             "checkpoint": args.checkpoint}
+    found: dict[str, Any] = {name: value for name, value in given.items() if value}
+    if args.redis_replicas >= 0:
+        found["replicas"] = args.redis_replicas
+    return replace(settings, **found)
 
 
 def large_orders(raw: Any, threshold: str) -> Any:
@@ -79,7 +99,7 @@ def start(spark: Any, settings: Settings, mode: str = "realtime") -> Any:
     raw = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", settings.bootstrap_servers)
            .option("subscribe", settings.topic).option("startingOffsets", "earliest").load())
     target = Target(redis_url=settings.redis_url, checkpoint=settings.checkpoint,
-                    realtime_batch=settings.realtime_batch, trigger_ms=settings.trigger_ms)
+                    realtime_batch=settings.realtime_batch, trigger_ms=settings.trigger_ms, replicas=settings.replicas)
     common: dict[str, Any] = {"stream": settings.stream, "key": "region", "title": "Large orders",
                               "value_fields": ("amount",), "units": {"amount": "EUR"}, "target": target}
     if mode == "realtime":
@@ -95,8 +115,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.add_argument("--mode", choices=("realtime", "micro-batch"), default="realtime",
                      help="Spark's real-time mode (default) or micro-batches, for comparison")
     add_runtime_arguments(run)
+    add_placement_arguments(run)
+    run.add_argument("--metrics-port", type=int, default=int(os.environ.get("SPARKWIRE_METRICS_PORT", "0")),
+                     help="port of the Prometheus endpoint, 0 for none [env SPARKWIRE_METRICS_PORT]")
     args = parser.parse_args(argv)
-    settings = settings_from_environment()
+    settings = placed(settings_from_environment(), args)
+    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.metrics_port:
+        from prometheus_client import start_http_server
+
+        start_http_server(args.metrics_port)
     stop = stop_on_signals()
     spark = session(args, f"sparkwire-{settings.stream}")
     return serve(spark, [start(spark, settings, args.mode)], stop)

@@ -1,4 +1,5 @@
-"""The live demo page (``/``), its scripts (``/static``), and the browser client served beside them."""
+"""The live demo page (``/``), the feed page (``/feed``: a stream's newest rows, newest first), their scripts
+(``/static``), and the browser client served beside them."""
 
 from __future__ import annotations
 
@@ -19,6 +20,10 @@ async def demo_page(_: Request) -> Response:
     return FileResponse(STATIC_DIR / "index.html")
 
 
+async def feed_page(_: Request) -> Response:
+    return FileResponse(STATIC_DIR / "feed.html")
+
+
 async def browser_client(_: Request) -> Response:
     return FileResponse(BROWSER_CLIENT, media_type="text/javascript")
 
@@ -26,6 +31,7 @@ async def browser_client(_: Request) -> Response:
 def page_routes() -> list[BaseRoute]:
     return [
         Route("/", demo_page),
+        Route("/feed", feed_page),
         Route("/static/sparkwire-client.js", browser_client),
         Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
     ]
