@@ -26,6 +26,7 @@ from sparkwire.replaylog import ReplayLogReader
 from sparkwire_harness.chaos import faults as fault_kinds
 from sparkwire_harness.chaos import views
 from sparkwire_harness.chaos.counters import cross_check
+from sparkwire_harness.chaos.large_orders import FeedCheck, LargeOrdersSide, SupervisedLargeOrders
 from sparkwire_harness.chaos.monitor import Monitor, client_id
 from sparkwire_harness.chaos.orders import OrdersCheck, OrdersSide, SupervisedOrders
 from sparkwire_harness.chaos.pipeline import (
@@ -173,18 +174,23 @@ def run(args: argparse.Namespace) -> int:
     settings = Settings(rate=args.rate, delay_ms=REPLICATED_DELAY_MS if topology.replicated else DELAY_MS)
     aggregator = SupervisedAggregator(topology, settings)
     orders = OrdersSide(topology, SupervisedOrders(topology, settings))
+    large_orders = LargeOrdersSide(topology, SupervisedLargeOrders(topology, settings))
     clients: list[ManagedProcess] = []  # the client processes and the page, killed whatever happens
     ok = False
     try:
         aggregator.start()
         orders.driver.start()
+        large_orders.start_driver()
         t0 = time.time() + LEAD_S
         workers, page, status_files, paths = _start_clients(topology, schedule, secret, t0, args.client_processes,
                                                             not args.no_browser)
         clients += [*workers, *([page] if page else [])]
-        orders.start_clients(secret, int(schedule.window_s) + 3600, [f"edge-{i}" for i in range(EDGES)])
+        edges = [f"edge-{i}" for i in range(EDGES)]
+        orders.start_clients(secret, int(schedule.window_s) + 3600, edges)
+        _say(large_orders.start_clients(secret, int(schedule.window_s) + 3600, t0, schedule.window_s, args.seed,
+                                        SILENCE_S, edges))
         slow = next((w for w in workers if w.name == "clients-slow"), None)
-        targets = fault_kinds.Targets(topology, aggregator, slow, other_drivers=[orders.driver])
+        targets = fault_kinds.Targets(topology, aggregator, slow, other_drivers=[orders.driver, large_orders.driver])
         monitor = Monitor(topology.redis_client(), STREAM, status_files, _scrape_targets(topology, aggregator))
         expected_clients = args.clients + (page is not None)
         _wait(lambda: len(monitor.client_seqs()) >= expected_clients, LEAD_S + 60, "every client to start")
@@ -200,13 +206,15 @@ def run(args: argparse.Namespace) -> int:
             print(f"FAIL: {error}", flush=True)
             return 1
         verdict, counter_lines = _check_log(topology, schedule, monitor, expected, rendered, page_report)
-        ok = _report(verdict, counter_lines, orders.check(), schedule, aggregator, monitor, applied, paths, t0)
+        side_checks: list[OrdersCheck | FeedCheck] = [orders.check(), large_orders.check(Path(orders.orders_file))]
+        ok = _report(verdict, counter_lines, side_checks, schedule, aggregator, monitor, applied, paths, t0)
         return 0 if ok else 1
     finally:
         for process in clients:
             process.kill()
         aggregator.stop()
         orders.stop()
+        large_orders.stop()
         topology.stop()
         if ok and not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -292,7 +300,7 @@ def _check_log(topology: Topology, schedule: Schedule, monitor: Monitor, expecte
     return verify(expected, entries, rendered, page_report, counters.problems), counters.lines
 
 
-def _report(verdict: Verdict, counter_lines: list[str], orders_check: OrdersCheck, schedule: Schedule,
+def _report(verdict: Verdict, counter_lines: list[str], side_checks: list[OrdersCheck | FeedCheck], schedule: Schedule,
             aggregator: SupervisedAggregator, monitor: Monitor, applied: list[fault_kinds.Applied], paths: ClientPaths,
             t0: float) -> bool:
     """Print how long each fault took to recover from, what the counters say, the problems and the one verdict
@@ -316,13 +324,15 @@ def _report(verdict: Verdict, counter_lines: list[str], orders_check: OrdersChec
         _say(f"problem: {problem.who} seq {problem.seq}: {problem.what}")
     for filtered in verdict.filtered_lines:  # each filtered or scoped client against its own oracle
         _say(filtered)
-    for line in orders_check.lines:
-        _say(line)
+    for side in side_checks:  # the other jobs' streams: the orders example, the real-time large-orders feed
+        for line in side.lines:
+            _say(line)
     line = verdict_line(verdict, schedule.counts(), _fault_before(verdict, applied, t0))
-    if verdict.ok and not orders_check.ok:
-        line = f"FAIL: {orders_check.lines[-1]}"
+    failing = next((side for side in side_checks if not side.ok), None)
+    if verdict.ok and failing is not None:
+        line = f"FAIL: {failing.lines[-1]}"
     print(line, flush=True)
-    return verdict.ok and not failed and orders_check.ok
+    return verdict.ok and not failed and failing is None
 
 
 Recoveries = dict[str, list[float | None]]

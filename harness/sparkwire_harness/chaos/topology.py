@@ -42,6 +42,7 @@ STREAM = "metrics"
 TOPIC = "metrics-raw"
 DEAD_LETTER_TOPIC = "metrics-deadletter"
 ORDERS = "orders"  # the orders example's stream and topic (sparkwire_harness.chaos.orders)
+LARGE_ORDERS = "large-orders"  # the real-time feed's stream, read from ORDERS (sparkwire_harness.chaos.large_orders)
 TOPOLOGIES = ("replicated", "single")
 REDIS_LINKS = ("spark-redis", *LINKS["gateway-redis"])
 
@@ -174,7 +175,7 @@ def start_topology(workdir: Path, auth_secret: str, gateway_args: list[str], kin
                 toxiproxy.create_proxy(proxy, node.port)
         for index in range(GATEWAYS):
             url, env = topology.redis_access(f"gw{index}-redis")
-            gateway = GatewayProcess(workdir / "gateways", url, [STREAM, ORDERS], *gateway_args, env=env,
+            gateway = GatewayProcess(workdir / "gateways", url, [STREAM, ORDERS, LARGE_ORDERS], *gateway_args, env=env,
                                      auth_secret=auth_secret)
             topology.gateways.append(gateway.start())
         topology.nginx = NginxBalancer(workdir / "nginx", [g.port for g in topology.gateways])

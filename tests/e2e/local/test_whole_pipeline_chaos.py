@@ -2,7 +2,8 @@
 nginx, 50 Python clients and the dashboard in Chromium, and the orders example's job with its own clients)
 under the seeded fault schedule of every kind — driver, gateway, Redis and Kafka kills, toxiproxy faults on
 every link, frozen and returning clients — and every client's render checked against results computed from
-the produced events, every orders revision against the produced orders. One client in ten of each stream is
+the produced events, every orders revision against the produced orders, every entry of the real-time
+large-orders feed (read from the same orders) against its own oracle. One client in ten of each stream is
 filtered or holds a scoped token, and is checked against its own oracle: those results filtered by the
 harness's own reading of its view."""
 
@@ -57,6 +58,13 @@ def test_a_short_chaos_run_delivers_every_result_and_every_own_query_revision_ex
                        output)
     assert orders is not None and int(orders[1]) > 500 and int(orders[2]) > 50, output[-3000:]
     assert "orders client" not in output and "orders problem" not in output
+    # The large-orders feed (Spark's real-time mode, through the relay topic) under the same faults: its log is
+    # its oracle's exactly once, each of its clients (cursor and session resumes among them) got every entry
+    # once in seq order, and the rows its killed driver sent again were refused.
+    large = re.search(r"\[chaos\] large-orders \(real-time\): OK exactly once, (\d+) entries, (\d+) re-sent rows "
+                      r"refused; (\d+) clients", output)
+    assert large is not None, output[-6000:]
+    assert int(large[1]) > 200 and int(large[2]) > 0 and int(large[3]) == 4, large[0]
     # Filtered and scoped clients (one in ten, every profile once here), each OK against its own oracle, some
     # of them through a cursor resume and a session resume; on the orders stream, with removals.
     filtered = re.findall(r"\[chaos\] filtered client \d+ \((\w+), edge-\d, ([\w+]+)\): (OK exactly once, ([\d,]+))?",
