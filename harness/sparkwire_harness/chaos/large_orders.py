@@ -168,7 +168,7 @@ class LargeOrdersSide:
         self.clients = ManagedProcess(CLIENTS_PROCESS, [sys.executable, "-m", "sparkwire_harness.chaos.clients",
                                                         str(plan_path)], self.topology.workdir)
         self.clients.start()
-        return "large-orders clients: " + ", ".join(
+        return "the large-orders feed's clients: " + ", ".join(
             f"{plan['id']} ({plan['kind']}, {plan['edge']}" + "".join(f", away +{leave}s..+{back}s"
                                                                      for leave, back in plan["absences"]) + ")"
             for plan in plans)
