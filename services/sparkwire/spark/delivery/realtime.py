@@ -217,10 +217,10 @@ def start_realtime(frame: Any, spec: StreamSpec, *, redis_url: str, checkpoint: 
              .option("kafka.enable.idempotence", "true").option("checkpointLocation", checkpoint)
              .outputMode("update").trigger(realTime=trigger).start())
 
-    def fenced(error: Exception) -> None:
-        log.error("stream %s: %s; stopping the real-time query", spec.stream, error)
+    def stopped(error: BaseException) -> None:
+        log.error("stream %s: the relay stopped (%s); stopping the real-time query", spec.stream, error)
         query.stop()
 
-    relay.start(on_fenced=fenced, active=lambda: bool(query.isActive))
+    relay.start(on_stopped=stopped, active=lambda: bool(query.isActive))
     query.sparkwire_relay = relay  # what a caller (a test, a job's health check) can look at
     return query

@@ -137,26 +137,35 @@ class Relay:
         self.consumer.commit(asynchronous=True)
         return len(messages)
 
-    def run(self, on_fenced: Callable[[EpochFenced], None], active: Callable[[], bool]) -> None:
+    def run(self, on_stopped: Callable[[BaseException], None], active: Callable[[], bool]) -> None:
+        """Until stopped, or the query is done and its rows read. A failed commit (an outage the writer's own
+        retries outlasted) is retried from the committed offsets, rewound to before anything else is read: a
+        row read past and not committed would be lost. Fenced (the log was lost) or failed otherwise, it calls
+        ``on_stopped``, which stops the query: a job whose relay is gone must not go on reading Kafka."""
         checked = time.monotonic()
+        rewind = False
         try:
             while not self.stopping.is_set():
                 try:
+                    if rewind:
+                        self._rewind()
+                        rewind = False
                     read = self.poll_once()
                     if time.monotonic() - checked > 1.0:
                         checked = time.monotonic()
                         # The query stopped (or failed) and what it sent is read: this relay's work is done.
                         if not read and not active():
                             return
-                except EpochFenced as fenced:
-                    on_fenced(fenced)
+                except EpochFenced:
                     raise
-                except Exception:  # a Redis or Kafka outage the writer's own retries outlasted: keep trying
-                    log.exception("relay: commit failed; retrying in 1 s (nothing is lost: the rows are read again)")
-                    self._rewind()
+                except Exception:
+                    log.exception("relay: %s; retrying in 1 s from the committed offsets (the rows are read again)",
+                                  "rewinding failed" if rewind else "commit failed")
+                    rewind = True
                     time.sleep(1.0)
         except BaseException as exc:
             self.error = exc
+            on_stopped(exc)
         finally:
             self.consumer.close()
 
@@ -169,8 +178,8 @@ class Relay:
                 partition.offset = OFFSET_BEGINNING
             self.consumer.seek(partition)
 
-    def start(self, on_fenced: Callable[[EpochFenced], None], active: Callable[[], bool]) -> None:
-        self._thread = threading.Thread(target=self.run, args=(on_fenced, active),
+    def start(self, on_stopped: Callable[[BaseException], None], active: Callable[[], bool]) -> None:
+        self._thread = threading.Thread(target=self.run, args=(on_stopped, active),
                                         name=f"sparkwire-relay-{self.spec.stream}", daemon=True)
         self._thread.start()
 
