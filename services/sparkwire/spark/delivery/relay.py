@@ -93,6 +93,7 @@ class Relay:
         self.committed = 0
         self.refused = 0
         self.skipped = 0
+        self.retry_delay_s = 1.0
         self._thread: threading.Thread | None = None
 
     def poll_once(self, timeout: float = 0.05) -> int:
@@ -162,7 +163,7 @@ class Relay:
                     log.exception("relay: %s; retrying in 1 s from the committed offsets (the rows are read again)",
                                   "rewinding failed" if rewind else "commit failed")
                     rewind = True
-                    time.sleep(1.0)
+                    self.stopping.wait(self.retry_delay_s)
         except BaseException as exc:
             self.error = exc
             on_stopped(exc)
