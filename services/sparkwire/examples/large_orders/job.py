@@ -31,7 +31,7 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
-from sparkwire.examples.orders.job import MAX_TIMESTAMP_MS, ORDER
+from sparkwire.examples.orders.job import parsed_order, valid_order
 from sparkwire.spark import (
     Target,
     add_placement_arguments,
@@ -78,11 +78,8 @@ def placed(settings: Settings, args: argparse.Namespace) -> Settings:
 
 def large_orders(raw: Any, threshold: str) -> Any:
     """Kafka records -> one row per valid order of at least ``threshold``, with its Kafka position."""
-    order = F.from_json(F.col("value").cast("string"), ORDER, {"mode": "PERMISSIVE"})
-    parsed = raw.select(order.alias("order"), "topic", "partition", "offset")
-    valid = (F.col("order.orderId").isNotNull() & (F.length("order.region") > 0) & F.col("order.amount").isNotNull()
-             & F.col("order.ts").between(0, MAX_TIMESTAMP_MS))
-    large = F.coalesce(valid & (F.col("order.amount") >= F.lit(threshold).cast("decimal(12,2)")), F.lit(False))
+    parsed = raw.select(parsed_order().alias("order"), "topic", "partition", "offset")
+    large = F.coalesce(valid_order() & (F.col("order.amount") >= F.lit(threshold).cast("decimal(12,2)")), F.lit(False))
     return parsed.where(large).select(
         F.col("order.orderId").alias("orderId"),
         F.col("order.region").alias("region"),

@@ -35,13 +35,21 @@ ORDER = StructType([
 MAX_TIMESTAMP_MS = 253_402_300_799_999  # what a Spark timestamp can hold
 
 
+def parsed_order() -> Any:
+    """A Kafka record's value as an ORDER struct (null fields where it is not one)."""
+    return F.from_json(F.col("value").cast("string"), ORDER, {"mode": "PERMISSIVE"})
+
+
+def valid_order() -> Any:
+    """Whether the ``order`` column (:func:`parsed_order`) is an order: id, region, amount and a time Spark holds."""
+    return (F.col("order.orderId").isNotNull() & (F.length("order.region") > 0) & F.col("order.amount").isNotNull()
+            & F.col("order.ts").between(0, MAX_TIMESTAMP_MS))
+
+
 def parse_orders(raw: Any) -> Any:
     """Kafka records -> one event per valid order, with its Kafka position (sparkwire's rebuild needs it)."""
-    order = F.from_json(F.col("value").cast("string"), ORDER, {"mode": "PERMISSIVE"})
-    parsed = raw.select(order.alias("order"), "partition", "offset")
-    valid = (F.col("order.orderId").isNotNull() & (F.length("order.region") > 0) & F.col("order.amount").isNotNull()
-             & F.col("order.ts").between(0, MAX_TIMESTAMP_MS))
-    return parsed.where(F.coalesce(valid, F.lit(False))).select(
+    parsed = raw.select(parsed_order().alias("order"), "partition", "offset")
+    return parsed.where(F.coalesce(valid_order(), F.lit(False))).select(
         F.timestamp_millis("order.ts").alias("eventTime"),
         F.col("order.orderId").alias("orderId"),
         F.col("order.region").alias("region"),
