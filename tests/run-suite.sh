@@ -2,7 +2,8 @@
 # `make test`'s pytest run: two pytest processes side by side, one per core. One runs the tests marked `slow`
 # (each starts a Spark driver or a Redis/Kafka topology and times its faults) one after the other, as they
 # would alone, so two Spark drivers never time each other; the other runs everything else. Their lines are
-# shown as they come, prefixed [slow] and [rest]; at the end the 25 slowest tests of both and one closing
+# shown as they come, prefixed [slow] and [rest]; at the end the 25 slowest tests of both, then the failed
+# ones with their message's first line (last, so a log cut to its tail still names them), then one closing
 # line with the counts of both. Arguments are passed to both pytest runs. (pytest-xdist's --dist loadgroup
 # was the first choice; with pytest 9 its groups are not kept together, so the split is done here.)
 set -uo pipefail
@@ -32,19 +33,25 @@ wait "$rest_pid"; rest_status=$?
 import sys
 import xml.etree.ElementTree as ET
 
-cases, totals = [], {"passed": 0, "failed": 0, "skipped": 0}
+cases, failed, totals = [], [], {"passed": 0, "failed": 0, "skipped": 0}
 for path in sys.argv[1:3]:
     try:
         root = ET.parse(path).getroot()
     except (OSError, ET.ParseError):
-        print(f"no report at {path}: that pytest run did not finish")
+        failed.append(f"no report at {path}: that pytest run did not finish")
         totals["failed"] += 1
         continue
     for case in root.iter("testcase"):
         name = f"{case.get('classname', '').replace('.', '/')}.py::{case.get('name')}"
         cases.append((float(case.get("time") or 0), name))
-        if case.find("failure") is not None or case.find("error") is not None:
+        problem = case.find("failure")
+        if problem is None:
+            problem = case.find("error")
+        if problem is not None:
             totals["failed"] += 1
+            # The message's first line only: the whole traceback is above, in its run's lines.
+            message = (problem.get("message") or "").strip().splitlines()[:1]
+            failed.append(f"{name}: {message[0][:300] if message else problem.tag}")
         elif case.find("skipped") is not None:
             totals["skipped"] += 1
         else:
@@ -52,6 +59,11 @@ for path in sys.argv[1:3]:
 print("\n25 slowest tests of both runs (seconds, setup + call + teardown):")
 for seconds, name in sorted(cases, reverse=True)[:25]:
     print(f"{seconds:8.1f}  {name}")
+# Last, so that a CI log cut to its tail still names what failed.
+if failed:
+    print("\nfailed:")
+    for line in failed:
+        print(f"  {line}")
 print(f"\nboth pytest runs in {sys.argv[3]} s")
 print(f"{totals['passed']} passed, {totals['failed']} failed, {totals['skipped']} skipped")
 PY
