@@ -72,6 +72,7 @@ class Phase:
     redis_cpu: float
     seen: Outcome
     filters: int = 0  # K distinct filters over the clients (0: unfiltered)
+    repeat: int = 1  # which pass of the side-by-side run measured it (1, 2, ...)
 
     @property
     def evaluated_per_cpu(self) -> float:
@@ -103,6 +104,7 @@ class Idle:
     connect_p99: float
     before: dict[str, int]
     after: dict[str, int]
+    repeat: int = 1
 
     @property
     def kb_per_connection(self) -> float:
@@ -119,6 +121,7 @@ class Kill:
     recovered_clients: int
     not_caught_up: int
     seen: Outcome
+    repeat: int = 1
 
 
 def run_server(kind: str, clients: int, rates: list[int], args: Any, redis: RedisServer, publisher: Publisher,

@@ -1,20 +1,24 @@
-"""The side-by-side section of docs/benchmarks.md: every figure of every server with its ratio to the
-centrifuge peer, and its aims marked met or not met from the numbers themselves."""
+"""The side-by-side section of docs/benchmarks.md: every figure of every server, the median of its repeats,
+with its ratio to the centrifuge peer (median and spread over the repeats), and its aims marked met or not
+met in every repeat from the numbers themselves (bench/_sbs_aims.py)."""
 
 from __future__ import annotations
 
 import argparse
 import math
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from _common import closes_text, markers
-from _sbs_measure import Idle, Kill, Phase
+from _sbs_aims import PEER, aims_lines
+from _sbs_measure import Idle, Kill, Outcome, Phase
+from _sbs_repeats import R, by_repeat, group, median, once_text, paired_ratios, ratio_summary
 
 SECTION = "side_by_side"
-PEER = "centrifuge"
 NAMES = {"sparkwire": "sparkwire gateway", "centrifuge": "centrifuge peer", "naive": "naive pub/sub"}
-LATENCY_AIM_MS, LARGE_LATENCY_AIM_MS, MEMORY_AIM_KB = 20.0, 200.0, 20.0
+T = TypeVar("T")
 
 
 @dataclass
@@ -32,111 +36,93 @@ def _num(value: float, digits: int = 0) -> str:
     return "n/a" if math.isnan(value) or math.isinf(value) else f"{value:,.{digits}f}"
 
 
-def _ratio(value: float, peer: float | None) -> str:
-    if peer is None or not peer or math.isnan(value) or math.isnan(peer):
-        return ""
-    return f" ({value / peer:.2f}x)"
+def _med(rows: Sequence[T], value: Callable[[T], float], digits: int = 0) -> str:
+    return _num(median(value(r) for r in rows), digits)
 
 
-def _peer_of(items: Sequence[Phase], p: Phase) -> Phase | None:
-    return next((q for q in items if q.server == PEER and q.clients == p.clients and q.rate == p.rate), None)
+def _vs_peer(rows: Sequence[R], peer: Sequence[R], value: Callable[[R], float]) -> str:
+    """`` (0.96x, 0.91-1.02x)``: the median of the repeats' ratios to the peer's row and their spread."""
+    text = ratio_summary(paired_ratios(by_repeat(rows, value), by_repeat(peer, value)))
+    return f" ({text})" if text else ""
 
 
-def _once(p: Phase | Kill) -> str:
-    s = p.seen
+def _failure(s: Outcome) -> str | None:
+    """None when exactly once, else what went wrong in that repeat."""
     if s.exactly_once:
-        return f"{s.complete:,}/{s.clients:,} yes"
+        return None
     parts = [f"{n:,} {what}" for n, what in ((s.lost, "lost"), (s.duplicates, "duplicated"),
                                              (s.resets, "resets"), (s.behind, "behind")) if n]
-    return f"{s.complete:,}/{s.clients:,} **no**: " + ", ".join(parts or ["incomplete"])
+    return f"{s.complete:,}/{s.clients:,} complete, " + ", ".join(parts or ["incomplete"])
+
+
+def _once(rows: Sequence[Phase] | Sequence[Kill]) -> str:
+    return once_text([(r.repeat, _failure(r.seen)) for r in rows])
+
+
+def _order(server: str) -> tuple[bool, str]:
+    return server != "sparkwire", server
 
 
 def delivery_table(phases: Sequence[Phase]) -> list[str]:
-    lines = ["| clients | rate msg/s | server | delivered/s | msgs/frame | server CPU s | delivered per server CPU s"
-             " (x peer) | p50 / p99 / p999 ms (p99 x peer) | Redis CPU s | load-gen CPU s | exactly once |",
-             "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"]
-    for p in sorted(phases, key=lambda p: (p.clients, p.rate, p.server != "sparkwire", p.server)):
-        peer = _peer_of(phases, p)
+    lines = ["| clients | rate msg/s | server | repeats | delivered/s | msgs/frame | server CPU s | delivered per"
+             " server CPU s (x peer) | p50 / p99 / p999 ms (p99 x peer) | Redis CPU s | load-gen CPU s |"
+             " exactly once |",
+             "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    rows = group(phases, lambda p: (p.clients, p.rate, p.server))
+    for (clients, rate, server), ps in sorted(rows.items(), key=lambda kv: (*kv[0][:2], *_order(kv[0][2]))):
+        peer = rows.get((clients, rate, PEER), [])
         lines.append(
-            f"| {p.clients:,} | {p.rate:,} | {NAMES[p.server]} | {_num(p.delivered_per_s)} | {_num(p.per_frame, 1)}"
-            f" | {p.server_cpu:.2f} | {_num(p.per_cpu)}{_ratio(p.per_cpu, peer.per_cpu if peer else None)}"
-            f" | {_num(p.seen.latency_ms(0.5), 1)} / {_num(p.seen.latency_ms(0.99), 1)} /"
-            f" {_num(p.seen.latency_ms(0.999), 1)}"
-            f"{_ratio(p.seen.latency_ms(0.99), peer.seen.latency_ms(0.99) if peer else None)}"
-            f" | {p.redis_cpu:.2f} | {p.seen.loadgen_cpu:.2f} | {_once(p)} |")
+            f"| {clients:,} | {rate:,} | {NAMES[server]} | {len(ps)} | {_med(ps, lambda p: p.delivered_per_s)}"
+            f" | {_med(ps, lambda p: p.per_frame, 1)} | {_med(ps, lambda p: p.server_cpu, 2)}"
+            f" | {_med(ps, lambda p: p.per_cpu)}{_vs_peer(ps, peer, lambda p: p.per_cpu)}"
+            f" | {_med(ps, lambda p: p.seen.latency_ms(0.5), 1)} / {_med(ps, lambda p: p.seen.latency_ms(0.99), 1)}"
+            f" / {_med(ps, lambda p: p.seen.latency_ms(0.999), 1)}"
+            f"{_vs_peer(ps, peer, lambda p: p.seen.latency_ms(0.99))}"
+            f" | {_med(ps, lambda p: p.redis_cpu, 2)} | {_med(ps, lambda p: p.seen.loadgen_cpu, 2)} | {_once(ps)} |")
     return lines
 
 
 def memory_table(idles: Sequence[Idle]) -> list[str]:
-    lines = ["| clients | server | connected | RSS before MiB | RSS idle MiB | KB per idle connection (x peer)"
-             " | connect all s (x peer) | per client p50 / p99 ms |", "|---:|---|---:|---:|---:|---:|---:|---:|"]
-    for m in sorted(idles, key=lambda m: (m.clients, m.server != "sparkwire", m.server)):
-        peer = next((q for q in idles if q.server == PEER and q.clients == m.clients), None)
+    lines = ["| clients | server | repeats | connected | RSS before MiB | RSS idle MiB | KB per idle connection"
+             " (x peer) | connect all s (x peer) | per client p50 / p99 ms |",
+             "|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+    rows = group(idles, lambda m: (m.clients, m.server))
+    for (clients, server), ms in sorted(rows.items(), key=lambda kv: (kv[0][0], *_order(kv[0][1]))):
+        peer = rows.get((clients, PEER), [])
+        failed = sum(m.failed for m in ms)
         lines.append(
-            f"| {m.clients:,} | {NAMES[m.server]} | {m.connected:,}" + (f" ({m.failed:,} failed)" if m.failed else "")
-            + f" | {m.before['VmRSS'] / 1024:.1f} | {m.after['VmRSS'] / 1024:.1f}"
-            f" | {m.kb_per_connection:.1f}{_ratio(m.kb_per_connection, peer.kb_per_connection if peer else None)}"
-            f" | {m.connect_seconds:.2f}{_ratio(m.connect_seconds, peer.connect_seconds if peer else None)}"
-            f" | {m.connect_p50 * 1000:.1f} / {m.connect_p99 * 1000:.1f} |")
+            f"| {clients:,} | {NAMES[server]} | {len(ms)} | {_med(ms, lambda m: m.connected)}"
+            + (f" ({failed:,} failed in all)" if failed else "")
+            + f" | {_med(ms, lambda m: m.before['VmRSS'] / 1024, 1)} | {_med(ms, lambda m: m.after['VmRSS'] / 1024, 1)}"
+            f" | {_med(ms, lambda m: m.kb_per_connection, 1)}{_vs_peer(ms, peer, lambda m: m.kb_per_connection)}"
+            f" | {_med(ms, lambda m: m.connect_seconds, 2)}{_vs_peer(ms, peer, lambda m: m.connect_seconds)}"
+            f" | {_med(ms, lambda m: m.connect_p50 * 1000, 1)} / {_med(ms, lambda m: m.connect_p99 * 1000, 1)} |")
     return lines
 
 
 def kill_table(kills: Sequence[Kill]) -> list[str]:
-    lines = ["| server | clients | msg/s | every client caught up after s (x peer) | clients back / not caught up"
-             " | lost | duplicated | resets | reconnects | server closes seen | exactly once |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
-    peer = next((k for k in kills if k.server == PEER), None)
-    for k in kills:
+    lines = ["| server | clients | msg/s | repeats | every client caught up after s (x peer) | clients back / not"
+             " caught up | lost | duplicated | resets | reconnects | server closes seen | exactly once |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+    rows = group(kills, lambda k: (k.server, k.clients, k.rate))
+    for (server, clients, rate), ks in sorted(rows.items(), key=lambda kv: (*_order(kv[0][0]), *kv[0][1:])):
+        peer = rows.get((PEER, clients, rate), [])
+        closes: Counter[int] = Counter()
+        for k in ks:
+            closes.update(k.seen.close_codes)
         lines.append(
-            f"| {NAMES[k.server]} | {k.clients:,} | {k.rate:,} | {_num(k.caught_up_s, 2)}"
-            f"{_ratio(k.caught_up_s, peer.caught_up_s if peer else None)}"
-            f" | {k.recovered_clients:,} / {k.not_caught_up:,}"
-            f" | {k.seen.lost:,} | {k.seen.duplicates:,} | {k.seen.resets:,} | {k.seen.reconnects:,}"
-            f" | {closes_text(k.seen.close_codes)} | {_once(k)} |")
+            f"| {NAMES[server]} | {clients:,} | {rate:,} | {len(ks)} | {_med(ks, lambda k: k.caught_up_s, 2)}"
+            f"{_vs_peer(ks, peer, lambda k: k.caught_up_s)}"
+            f" | {_med(ks, lambda k: k.recovered_clients)} / {_med(ks, lambda k: k.not_caught_up)}"
+            f" | {sum(k.seen.lost for k in ks):,} | {sum(k.seen.duplicates for k in ks):,}"
+            f" | {sum(k.seen.resets for k in ks):,} | {_med(ks, lambda k: k.seen.reconnects)}"
+            f" | {closes_text(closes)} | {_once(ks)} |")
     return lines
-
-
-def _verdict(ok: bool | None) -> str:
-    return "not measured" if ok is None else "**met**" if ok else "**not met**"
-
-
-def aims(phases: Sequence[Phase], idles: Sequence[Idle]) -> list[str]:
-    """The aims, each computed from the tables (so the text stays true)."""
-    mine = [p for p in phases if p.server == "sparkwire"]
-
-    def find(pred: Callable[[Phase], bool]) -> list[Phase]:
-        return [p for p in mine if pred(p)]
-
-    small = find(lambda p: p.clients == 1000)
-    large = find(lambda p: p.clients == max((q.clients for q in mine), default=0) and p.clients >= 10_000)
-    single = [p for p in mine if p.rate == min(q.rate for q in mine)] if mine else []
-    mem = next((m for m in idles if m.server == "sparkwire" and m.clients == 1000), None)
-    out = ["### Against the aims", ""]
-    ok = all(p.seen.latency_ms(0.99) <= LATENCY_AIM_MS for p in small) if small else None
-    out.append(f"- p99 ≤ {LATENCY_AIM_MS:.0f} ms at 1,000 clients on one pod: {_verdict(ok)}"
-               + "".join(f"; {p.rate}/s: p99 {_num(p.seen.latency_ms(0.99), 1)} ms" for p in small) + ".")
-    ok = mem.kb_per_connection <= MEMORY_AIM_KB if mem else None
-    out.append(f"- ≤ {MEMORY_AIM_KB:.0f} KB per idle connection: {_verdict(ok)}"
-               + (f"; {mem.kb_per_connection:.1f} KB at 1,000 clients" if mem else "")
-               + "".join(f", {m.kb_per_connection:.1f} KB at {m.clients:,}" for m in idles
-                         if m.server == "sparkwire" and m.clients != 1000) + ".")
-    ok = (all(p.seen.latency_ms(0.99) <= LARGE_LATENCY_AIM_MS and p.seen.exactly_once for p in large)
-          if large else None)
-    out.append(f"- 10,000 connections on one pod with p99 ≤ {LARGE_LATENCY_AIM_MS:.0f} ms: {_verdict(ok)}"
-               + "".join(f"; {p.rate}/s: p99 {_num(p.seen.latency_ms(0.99), 1)} ms" for p in large) + ".")
-    ratios = [(p, p.per_cpu / q.per_cpu) for p in single if (q := _peer_of(phases, p)) is not None and q.per_cpu]
-    ok = all(r >= 1.0 for _, r in ratios) if ratios else None
-    out.append(f"- ≥ 1.0x the centrifuge peer's delivered messages per CPU second at one message per frame:"
-               f" {_verdict(ok)}" + "".join(
-                   f"; {p.clients:,} clients: {r:.2f}x ({_num(p.per_frame, 1)} vs {_num(q.per_frame, 1)} msgs/frame)"
-                   for p, r in ratios if (q := _peer_of(phases, p)) is not None) + "."
-               + (" A server that falls behind packs several messages per frame, which flatters its ratio: only the"
-                  " rows at 1.0 msgs/frame for both compare like with like." if ratios else ""))
-    return out
 
 
 def render(ctx: Context, idles: Sequence[Idle], phases: Sequence[Phase], kills: Sequence[Kill]) -> str:
     args, info = ctx.args, ctx.info
+    n = len({r.repeat for r in idles} | {r.repeat for r in phases} | {r.repeat for r in kills})
     start, end = markers(SECTION)
     lines = [
         start,
@@ -156,7 +142,8 @@ def render(ctx: Context, idles: Sequence[Idle], phases: Sequence[Phase], kills: 
         "- **naive pub/sub** (`bench/peers/naive_pubsub.py`): Starlette on uvicorn broadcasting one Redis pub/sub",
         "  channel, one `PUBLISH` per batch; no history, no resume: the floor that shows what exactly-once costs.",
         "",
-        f"Run {ctx.date}, {ctx.wall / 60:.1f} min wall time. Reproduce with (`make bench-peers`):",
+        f"Run {ctx.date}, {ctx.wall / 60:.1f} min wall time for {n} repeat{'s' if n != 1 else ''} of every"
+        " measurement. Reproduce with (`make bench-peers`):",
         "",
         "```sh",
         f"flock /tmp/sparkwire-heavy.lock {ctx.command}",
@@ -168,8 +155,15 @@ def render(ctx: Context, idles: Sequence[Idle], phases: Sequence[Phase], kills: 
         " and the publishers are not pinned (they share both CPUs). The machine is shared with other work:"
         f" load average {ctx.load_before[0]:.2f} / {ctx.load_before[1]:.2f} / {ctx.load_before[2]:.2f} before,"
         f" {ctx.load_after[0]:.2f} after; the whole run held `/tmp/sparkwire-heavy.lock`.",
-        f"- Load: {', '.join(f'{c:,}' for c in args.clients)} clients (one server at a time, the order rotating per"
-        f" count); per rate ({', '.join(f'{r:,}' for r in args.rates)} messages/s), one batch every"
+        f"- Repeats: the run is {n} pass{'es' if n != 1 else ''}, each measuring every row below (every client"
+        " count, then the SIGKILL test) on every server. The servers' order rotates by one per client count and"
+        " per pass (pass r starts each count with a different server than pass r - 1), so no server always runs"
+        " first or last. A row shows the **median** of its repeats (each quantile is the median of the repeats'"
+        " quantiles); *x peer* is each repeat's figure over the centrifuge peer's in the same pass: the median of"
+        " those ratios, then their spread (min-max over the repeats) when they differ. Exactly once says *yes*"
+        " only when every repeat was; an aim is met only when every repeat meets it.",
+        f"- Load: {', '.join(f'{c:,}' for c in args.clients)} clients (one server at a time); per rate"
+        f" ({', '.join(f'{r:,}' for r in args.rates)} messages/s), one batch every"
         f" {args.commit_interval_ms} ms (rate x {args.commit_interval_ms / 1000:g} messages), {args.warmup:g} s"
         f" warm-up, {args.duration:g} s measured; ~{args.payload_bytes}-byte payloads. The lowest rate is one"
         " message per batch, so one message per frame; the highest is batched (each server frames as it does).",
@@ -204,10 +198,11 @@ def render(ctx: Context, idles: Sequence[Idle], phases: Sequence[Phase], kills: 
             f" {args.kill_rate}/s throughout; SIGKILL of the first {args.kill_after:g} s in, publishing goes on"
             f" {args.kill_for:g} s; the clients reconnect to the second. *Caught up*: from the SIGKILL until the"
             " last client received a message published after it was back (resolution: one batch,"
-            f" {args.commit_interval_ms} ms); *lost* / *duplicated*: positions a client never got / got twice.",
+            f" {args.commit_interval_ms} ms); *lost* / *duplicated*: positions a client never got / got twice;"
+            " lost, duplicated, resets and server closes are summed over the repeats, the rest are medians.",
             "",
             *kill_table(kills),
             "",
         ]
-    lines += [*aims(phases, idles), "", end]
+    lines += [*aims_lines(phases, idles, kills), "", end]
     return "\n".join(lines) + "\n"

@@ -2,16 +2,19 @@
 Redis broker, history and recovery) and a naive Redis pub/sub broadcaster, under the same load from one
 compiled load generator; the results go into a marked section of docs/benchmarks.md.
 
-Per client count (1k, 5k, 10k) the servers run one after the other (the order rotates per count), each
-pinned to CPU 0 with the load generator on CPU 1: idle memory per connection and connect time, then one
-phase per rate (10 messages/s = one message per frame, 500/s = batched), then per server a SIGKILL with
-1k clients connected (they reconnect to a second instance and resume). ``--profile`` instead records
-py-spy flame graphs of the gateway at 1k and 5k clients into docs/images/. ``--filtered`` instead measures
-the gateway alone with unfiltered clients and with clients spread over K distinct filters (issue 43;
-bench/_sbs_filtered.py), into its own section.
+The run is ``--repeats`` passes (3 by default). In each, per client count (1k, 5k, 10k), the servers run one
+after the other (the order rotates per count and per pass: bench/_sbs_repeats.py), each pinned to CPU 0 with
+the load generator on CPU 1: idle memory per connection and connect time, then one phase per rate
+(10 messages/s = one message per frame, 500/s = batched), then per server a SIGKILL with 1k clients
+connected (they reconnect to a second instance and resume). The report shows each row's median over the
+passes and the spread of its ratios to the peer; an aim is met only when every pass meets it.
 
-    flock /tmp/sparkwire-heavy.lock .venv/bin/python bench/side_by_side.py        # ~10 minutes
-    .venv/bin/python bench/side_by_side.py --quick --output -                      # smoke run
+``--profile`` instead records py-spy flame graphs of the gateway at 1k and 5k clients into docs/images/.
+``--filtered`` instead measures the gateway alone with unfiltered clients and with clients spread over K
+distinct filters (issue 43; bench/_sbs_filtered.py), into its own section.
+
+    flock /tmp/sparkwire-heavy.lock .venv/bin/python bench/side_by_side.py        # ~16-20 minutes (3 repeats)
+    .venv/bin/python bench/side_by_side.py --quick --repeats 2 --output -          # smoke run
     flock /tmp/sparkwire-heavy.lock .venv/bin/python bench/side_by_side.py --filtered  # ~8 minutes
 """
 
@@ -35,6 +38,7 @@ from _sbs_filtered import parse_cases, run_filtered
 from _sbs_filtered import render as render_filtered
 from _sbs_filtered_profile import profile_filtered
 from _sbs_measure import Idle, Kill, Phase, run_kill, run_server
+from _sbs_repeats import run_order
 from _sbs_report import SECTION, Context, render
 from _servers import Publisher, go_binary, make_server, repo_root
 
@@ -48,6 +52,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--clients", type=int_list, default=[1000, 5000, 10000], help="client counts")
     parser.add_argument("--rates", type=int_list, default=[10, 500], help="messages/s per phase")
     parser.add_argument("--servers", type=lambda t: t.split(","), default=SERVERS, help="servers to measure")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="passes over every row and the SIGKILL test (the servers' order rotated each pass)")
     parser.add_argument("--commit-interval-ms", type=int, default=100, help="one commit/publish batch this often")
     parser.add_argument("--duration", type=float, default=5.0, help="measured seconds of publishing per phase")
     parser.add_argument("--warmup", type=float, default=1.0, help="unmeasured seconds of publishing before each")
@@ -70,6 +76,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="smoke run: 200 clients, 3 s phases, 100-client kill")
     parser.add_argument("--output", type=Path, default=Path("docs/benchmarks.md"), help="'-' for stdout only")
     args = parser.parse_args(argv)
+    if args.repeats < 1:
+        parser.error("--repeats must be at least 1")
     if args.quick:
         args.clients, args.duration, args.kill_for = [200], 3.0, 4.0
         args.kill_clients = min(args.kill_clients, 100)
@@ -142,16 +150,22 @@ def main(argv: Sequence[str] | None = None) -> int:
                           for kind in args.servers}
             for publisher in publishers.values():
                 publisher.prime()
-            for index, clients in enumerate(args.clients):
-                order = args.servers[index % len(args.servers):] + args.servers[:index % len(args.servers)]
-                for kind in order:
-                    idle, server_phases = run_server(kind, clients, args.rates, args, redis, publishers[kind],
-                                                     loadgen, workdir)
-                    idles.append(idle)
-                    phases += server_phases
-            if args.kill_clients:
-                for kind in args.servers:
-                    kills.append(run_kill(kind, args, redis, publishers[kind], loadgen, workdir))
+            for repeat in range(args.repeats):
+                print(f"repeat {repeat + 1} of {args.repeats}", file=sys.stderr)
+                for index, clients in enumerate(args.clients):
+                    for kind in run_order(args.servers, repeat, index):
+                        idle, server_phases = run_server(kind, clients, args.rates, args, redis, publishers[kind],
+                                                         loadgen, workdir)
+                        idle.repeat = repeat + 1
+                        for phase in server_phases:
+                            phase.repeat = repeat + 1
+                        idles.append(idle)
+                        phases += server_phases
+                if args.kill_clients:
+                    for kind in run_order(args.servers, repeat):
+                        kill = run_kill(kind, args, redis, publishers[kind], loadgen, workdir)
+                        kill.repeat = repeat + 1
+                        kills.append(kill)
             for publisher in publishers.values():
                 publisher.close()
         finally:

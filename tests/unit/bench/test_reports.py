@@ -78,18 +78,23 @@ def test_the_side_by_side_section() -> None:
     args = side_by_side.parse_args(["--clients", "1000", "--rates", "10"])
     servers = ("sparkwire", "centrifuge", "naive")
     phases = [SbsPhase(server=s, clients=1000, rate=10, per_commit=1, published=50, publish_seconds=5.0, wall=5.0,
-                       server_cpu=0.8, redis_cpu=0.06, seen=outcome(1000, 50)) for s in servers]
+                       server_cpu=0.8, redis_cpu=0.06, seen=outcome(1000, 50), repeat=r)
+              for s in servers for r in (1, 2)]
     idles = [Idle(server=s, clients=1000, connected=1000, failed=0, connect_seconds=0.4, connect_p50=0.025,
-                  connect_p99=0.056, before={"VmRSS": 50_000}, after={"VmRSS": 62_000}) for s in servers]
+                  connect_p99=0.056, before={"VmRSS": 50_000}, after={"VmRSS": 62_000}, repeat=r)
+             for s in servers for r in (1, 2)]
     kills = [Kill(server=s, clients=1000, rate=100, published=1000, caught_up_s=0.6, recovered_clients=1000,
-                  not_caught_up=0, seen=outcome(1000, 10)) for s in servers]
+                  not_caught_up=0, seen=outcome(1000, 10), repeat=r) for s in servers for r in (1, 2)]
     context = _sbs_report.Context(args=args, command=".venv/bin/python bench/side_by_side.py", info=INFO, date=DATE,
-                                  wall=300.0, load_before=LOAD, load_after=LOAD)
+                                  wall=600.0, load_before=LOAD, load_after=LOAD)
     text = _sbs_report.render(context, idles, phases, kills)
     assert_documentation(text, "side_by_side")
-    assert "Run 2026-11-28 10:00 UTC, 5.0 min wall time. Reproduce with" in text
+    assert "Run 2026-11-28 10:00 UTC, 10.0 min wall time for 2 repeats of every measurement. Reproduce with" in text
+    assert "- Repeats: the run is 2 passes," in text
     assert "`--insecure-no-auth`" in text
-    assert "### Against the aims\n" in text and "- p99 ≤ 20 ms at 1,000 clients on one pod:" in text
+    assert "| 1,000 | 10 | sparkwire gateway | 2 |" in text and "| yes, 2 of 2 |" in text
+    assert "### Against the aims\n" in text
+    assert "- p99 ≤ 20 ms at 1,000 clients on one pod: **not met** in 2 of 2 repeats (met in 0)" in text
 
 
 def test_the_spark_throughput_section() -> None:
