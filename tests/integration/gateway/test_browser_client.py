@@ -405,4 +405,7 @@ def test_scripted_a_silent_server_is_left_and_the_client_resumes(browser: Browse
     hello = socket_opened(page, 1)[0]
     assert plain(hello["cursor"]) == {"epoch": "e1", "seq": 2}
     assert page.evaluate("window.__sockets[0].closedWith[0]") == 1000
-    assert page.evaluate("client.stats().closes") == {"1006": 1}
+    # Each silent socket left counts as an abnormal close (1006). The second socket is silent too, so on a
+    # loaded machine it may have been left as well by the time this reads: one per socket left, not one.
+    closes, sockets = page.evaluate("[client.stats().closes, window.__sockets.length]")
+    assert list(closes) == ["1006"] and 1 <= closes["1006"] <= sockets, (closes, sockets)
