@@ -59,6 +59,11 @@ ROWS_SKIPPED = Counter(
     "Result rows not delivered because every key column is null: no result (e.g. the metrics job's heartbeat "
     "windows); a partly null key is a result, and delivered", ["stream"],
 )
+RELAY_DEAD_LETTERS = Counter(
+    "sparkwire_relay_dead_letters",
+    "Relay-topic messages of a real-time stream that are not rows of its query (not written by its sink), "
+    "written to sparkwire-relay.<stream>.dead-letter instead of the log", ["stream"],
+)
 LAST_SEQ = Gauge("sparkwire_sink_last_seq", "Last seq committed to the replay log")
 REBUILDS = Counter(
     "sparkwire_job_rebuilds", "Rebuilds of a lost replay log from Kafka, by outcome (complete, partial)",

@@ -48,6 +48,10 @@ REFUSALS = [
     ("a topic read twice", lambda frame: frame.unionByName(frame), {"row_index": "pos"}, "in two sources"),
     ("an explode without row_index", lambda frame: frame, {"row_index": None}, "row_index="),
     ("a row_index not an integer", lambda frame: frame, {"row_index": "item"}, "must be an integer column"),
+    ("a random row_index", lambda frame: frame.withColumn("pos", (F.rand() * 10).cast("int")), {},
+     "non-deterministic"),
+    ("an offset made up", lambda frame: frame.withColumn("offset", F.monotonically_increasing_id()), {},
+     "non-deterministic"),
 ]
 
 

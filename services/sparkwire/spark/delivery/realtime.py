@@ -13,7 +13,8 @@ long batch); those are refused and counted as duplicates. The seqs stay gap-free
 
 Refused before the query starts (:func:`check_realtime`): a batch DataFrame, a stateful operator (Spark 4.2
 runs none under real-time mode), a result without Kafka's ``topic``, ``partition`` and ``offset`` columns, a
-query that can make several rows of one record (an explode, a join) without ``row_index``.
+query that can make several rows of one record (an explode, a join) without ``row_index``, a row identity
+(position columns, ``row_index``) derived from a non-deterministic expression.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ from typing import Any
 
 from sparkwire.replaylog import ReplayLogWriter
 from sparkwire.replaylog.redis_url import connect
-from sparkwire.spark.delivery.relay import Relay, relay_group, relay_topic
-from sparkwire.spark.results.checks import _class, _nodes
+from sparkwire.spark.delivery.relay import DeadLetters, Relay, dead_letter_topic, relay_group, relay_topic
+from sparkwire.spark.results.checks import _class, _nodes, nondeterministic_sources
 from sparkwire.spark.results.encoding import check_encodable
 from sparkwire.spark.results.relay_json import TO_JSON_OPTIONS, relay_columns, relay_decoder
 from sparkwire.spark.stream import ID_FIELD, DeliveryError, StreamSpec
@@ -136,6 +137,14 @@ def check_realtime(frame: Any, spec: StreamSpec, row_index: str | None = None) -
             f"deliver(mode='realtime'): the result has no column {', '.join(map(repr, missing))}: keep Kafka's "
             "topic, partition and offset columns in it, which make each row's id (a row re-sent after a failure is "
             "recognised by its position)")
+    identity = [*POSITION_COLUMNS, *([row_index] if row_index is not None else [])]
+    sources = nondeterministic_sources(plan, identity)
+    if sources:
+        raise DeliveryError(
+            f"deliver(mode='realtime'): the row's identity {identity} depends on non-deterministic expressions "
+            f"({'; '.join(sources)}): a row Spark sends again after a failure would get another id and be "
+            "delivered twice; keep Kafka's own topic, partition and offset, and derive row_index from the data "
+            "(posexplode's pos)")
     if ID_FIELD in names:
         raise DeliveryError(f"result column {ID_FIELD!r} clashes with the field sparkwire adds to each payload")
     check_encodable(frame.schema)
@@ -163,16 +172,16 @@ def source_bootstrap(frame: Any) -> str:
                         "name the relay's cluster with Target(relay_bootstrap=...)")
 
 
-def ensure_topic(relaying: Relaying) -> None:
-    """The relay topic, created unless it exists (the broker's replication factor)."""
+def ensure_topic(relaying: Relaying, topic_name: str | None = None) -> None:
+    """The relay topic (or ``topic_name`` beside it), created unless it exists (the broker's replication factor)."""
     from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
     admin = AdminClient({"bootstrap.servers": relaying.bootstrap})
-    topic = NewTopic(relaying.topic, num_partitions=relaying.partitions,
-                     config={"retention.ms": str(relaying.retention_ms)})
+    name = topic_name or relaying.topic
+    topic = NewTopic(name, num_partitions=relaying.partitions, config={"retention.ms": str(relaying.retention_ms)})
     try:
-        admin.create_topics([topic], request_timeout=30)[relaying.topic].result(30)
+        admin.create_topics([topic], request_timeout=30)[name].result(30)
     except KafkaException as exc:
         error = exc.args[0] if exc.args else None
         if not (isinstance(error, KafkaError) and error.code() == KafkaError.TOPIC_ALREADY_EXISTS):
@@ -194,11 +203,12 @@ def start_realtime(frame: Any, spec: StreamSpec, *, redis_url: str, checkpoint: 
                    trigger: str, retention: int, replicas: int, replica_timeout_ms: int, descriptor: str,
                    row_index: str | None = None, relay_bootstrap: str | None = None) -> Any:
     """Check ``frame``, fence on the stream's epoch (created when it has none), start the relay, then the query."""
-    from confluent_kafka import Consumer
+    from confluent_kafka import Consumer, Producer
 
     check_realtime(frame, spec, row_index)
     relaying = Relaying(relay_bootstrap or source_bootstrap(frame), relay_topic(spec.stream))
     ensure_topic(relaying)
+    ensure_topic(relaying, dead_letter_topic(spec.stream))
     writer = ReplayLogWriter(connect(redis_url), spec.stream, retention=retention, replicas=replicas,
                              replica_timeout_ms=replica_timeout_ms)
     query_id = f"realtime:{query_name or spec.stream}"
@@ -208,7 +218,10 @@ def start_realtime(frame: Any, spec: StreamSpec, *, redis_url: str, checkpoint: 
                          "enable.auto.commit": False, "auto.offset.reset": "earliest",
                          "fetch.wait.max.ms": 10})
     consumer.subscribe([relaying.topic])
-    relay = Relay(consumer, writer, spec, relay_decoder(frame.schema), query_id=query_id, fence=epoch)
+    dead_letters = DeadLetters(Producer({"bootstrap.servers": relaying.bootstrap, "enable.idempotence": True}),
+                               dead_letter_topic(spec.stream))
+    relay = Relay(consumer, writer, spec, relay_decoder(frame.schema), query_id=query_id, fence=epoch,
+                  dead_letters=dead_letters)
     stream_writer = relay_frame(frame, row_index).writeStream
     if query_name:
         stream_writer = stream_writer.queryName(query_name)

@@ -12,6 +12,13 @@ start), and so is this relay's reading (its Kafka offsets are committed after th
 A relay message: key ``"<topic>/<partition>"`` of the source (one source's rows stay in order in one relay
 partition), value ``{"s": source, "o": offset, "i": index, "r": row}``: ``r`` is the row as ``to_json`` writes
 it (``results/relay_json.py`` turns it into the payload the micro-batch path would make).
+
+A message that is not such a row (not JSON, a field missing, a row that does not decode into the stream's
+columns: another producer wrote to the topic, or a query of another shape did) is no result and cannot be
+committed; retried, it would stop the relay for good. It goes to the dead-letter topic
+``sparkwire-relay.<stream>.dead-letter`` as it came, with the reason and its position in headers, is counted
+(``sparkwire_relay_dead_letters_total``) and logged, and the rows after it go on; it is written there, and
+flushed, before the relay's offsets move past it, so nothing is lost.
 """
 
 from __future__ import annotations
@@ -47,6 +54,14 @@ def relay_group(stream: str) -> str:
     return f"sparkwire-relay.{stream}"
 
 
+def dead_letter_topic(stream: str) -> str:
+    return f"{relay_topic(stream)}.dead-letter"
+
+
+class NotARelayRow(ValueError):
+    """A relay message this query's sink did not write: it goes to the dead-letter topic."""
+
+
 @dataclass(frozen=True)
 class RelayRow:
     source: str
@@ -55,18 +70,31 @@ class RelayRow:
     row: dict[str, Any]
 
 
-def relay_row(value: bytes | str) -> RelayRow:
-    document = parse(value)
-    return RelayRow(str(document["s"]), int(document["o"]), int(document["i"]), document["r"])
+def relay_row(value: bytes | str | None) -> RelayRow:
+    """The message's row; :class:`NotARelayRow` for what the sink does not write."""
+    try:
+        document = parse(value) if value is not None else None
+        if not isinstance(document, dict) or not isinstance(document.get("r"), dict):
+            raise NotARelayRow("not a JSON object with a row 'r'")
+        return RelayRow(str(document["s"]), int(document["o"]), int(document["i"]), document["r"])
+    except NotARelayRow:
+        raise
+    except (ValueError, KeyError, TypeError) as exc:  # JSON's errors are ValueErrors
+        raise NotARelayRow(f"{type(exc).__name__}: {exc}") from exc
 
 
 def positioned(row: RelayRow, decode: Callable[[dict[str, Any]], dict[str, JsonValue]],
                keys: tuple[str, ...]) -> PositionedRecord | None:
     """The row as the log commits it: its id ``<topic>/<partition>/<offset>`` (``#<index>`` for a record's
     second row on), its payload with that id, its key from the stream's key columns. None for a row whose key
-    columns are all null: no result, as in the micro-batch path (skipped and counted)."""
-    payload = decode(row.row)
-    if all(payload[name] is None for name in keys):
+    columns are all null: no result, as in the micro-batch path (skipped and counted). :class:`NotARelayRow`
+    for a row that does not decode into the stream's columns."""
+    try:
+        payload = decode(row.row)
+        null_key = all(payload[name] is None for name in keys)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise NotARelayRow(f"the row does not decode into the stream's columns ({type(exc).__name__}: {exc})") from exc
+    if null_key:
         return None
     pid = f"{row.source}/{row.offset}" + (f"#{row.index}" if row.index else "")
     payload[ID_FIELD] = pid
@@ -75,14 +103,43 @@ def positioned(row: RelayRow, decode: Callable[[dict[str, Any]], dict[str, JsonV
     return PositionedRecord(row.source, row.offset, row.index, Record(pid, key, text))
 
 
+class DeadLetters:
+    """The relay's dead-letter topic: each message written as it came, then flushed (a message not taken
+    raises, and the relay reads it again)."""
+
+    def __init__(self, producer: Any, topic: str, flush_timeout_s: float = 30.0) -> None:
+        self.producer = producer
+        self.topic = topic
+        self.flush_timeout_s = flush_timeout_s
+
+    def write(self, letters: list[tuple[Any, str]]) -> None:
+        failures: list[str] = []
+
+        def delivered(error: Any, _message: Any) -> None:
+            if error is not None:
+                failures.append(str(error))
+
+        for message, reason in letters:
+            position = f"{message.topic()}/{message.partition()}/{message.offset()}"
+            self.producer.produce(self.topic, key=message.key(), value=message.value(), on_delivery=delivered,
+                                  headers=[("sparkwire-error", reason.encode()),
+                                           ("sparkwire-relay-position", position.encode())])
+        left = self.producer.flush(self.flush_timeout_s)
+        if left or failures:
+            raise RuntimeError(f"dead-letter topic {self.topic}: {left} message(s) not written in "
+                               f"{self.flush_timeout_s} s, errors: {failures[:3]}")
+
+
 class Relay:
     """Reads the relay topic from its group's committed offsets and commits what it reads, until stopped or
     fenced (the log was lost: the stream has another epoch; the query is stopped then, as the micro-batch
     sink stops)."""
 
     def __init__(self, consumer: Any, writer: ReplayLogWriter, spec: StreamSpec,
-                 decode: Callable[[dict[str, Any]], dict[str, JsonValue]], *, query_id: str, fence: str) -> None:
+                 decode: Callable[[dict[str, Any]], dict[str, JsonValue]], *, query_id: str, fence: str,
+                 dead_letters: DeadLetters) -> None:
         self.consumer = consumer
+        self.dead_letters = dead_letters
         self.writer = writer
         self.spec = spec
         self.decode = decode
@@ -93,6 +150,7 @@ class Relay:
         self.committed = 0
         self.refused = 0
         self.skipped = 0
+        self.dead = 0
         self.retry_delay_s = 1.0
         self._thread: threading.Thread | None = None
 
@@ -105,16 +163,29 @@ class Relay:
             return 0
         messages = [first, *self.consumer.consume(POLL_MAX_MESSAGES - 1, 0)]
         rows: list[PositionedRecord] = []
+        letters: list[tuple[Any, str]] = []
         skipped = 0
         for message in messages:
             if message.error() is not None:
                 log.warning("relay topic: %s", message.error())
                 continue
-            record = positioned(relay_row(message.value()), self.decode, self.spec.keys)
+            try:
+                record = positioned(relay_row(message.value()), self.decode, self.spec.keys)
+            except NotARelayRow as exc:
+                letters.append((message, str(exc)))
+                continue
             if record is None:
                 skipped += 1
             else:
                 rows.append(record)
+        if letters:
+            self.dead_letters.write(letters)  # before the offsets move past them
+            self.dead += len(letters)
+            metrics.RELAY_DEAD_LETTERS.labels(stream=self.spec.stream).inc(len(letters))
+            for message, reason in letters:
+                log.error("stream %s: relay message %s/%d/%d is not a row of this query (%s): written to %s, not "
+                          "delivered", self.spec.stream, message.topic(), message.partition(), message.offset(),
+                          reason, self.dead_letters.topic)
         if skipped:
             self.skipped += skipped
             metrics.ROWS_SKIPPED.labels(stream=self.spec.stream).inc(skipped)
