@@ -133,6 +133,34 @@ def process_cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
+def tree_cpu_seconds(pid: int) -> float:
+    """utime + stime of process ``pid`` and every live descendant (a Python launcher and its Spark JVM, a
+    browser and its renderers); a process that ended meanwhile is not counted."""
+    children: dict[int, list[int]] = {}
+    for stat_path in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            stat = stat_path.read_text()
+        except OSError:
+            continue
+        child, parent = int(stat.split(" ", 1)[0]), int(stat[stat.rindex(")") + 2 :].split()[1])
+        children.setdefault(parent, []).append(child)
+    total, todo = 0.0, [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            total += process_cpu_seconds(current)
+        except (OSError, ValueError, IndexError):
+            continue
+        todo.extend(children.get(current, []))
+    return total
+
+
+def machine_cpu_seconds() -> float:
+    """CPU seconds the whole machine spent busy (all cores: /proc/stat's cpu line, less idle and iowait)."""
+    fields = [int(value) for value in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    return (sum(fields[:8]) - fields[3] - fields[4]) / CLOCK_TICKS
+
+
 def process_memory_kib(pid: int) -> dict[str, int]:
     """VmRSS (and the other Vm* lines) of /proc/<pid>/status plus Pss of smaps_rollup, in KiB."""
     out: dict[str, int] = {}

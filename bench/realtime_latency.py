@@ -1,20 +1,22 @@
 """Real-time mode against micro-batches, event -> client: how soon after a large order is sent do 1,000
 connected clients, a ``StreamClient`` and the page in Chromium have it.
 
-The large-orders feed (``sparkwire.examples.large_orders``: a filter and a projection of the orders topic,
-each order of at least 500 an entry) runs twice in one run, one mode after the other, on the same machine, the
-same real Kafka broker and ``redis-server`` (AOF, ``appendfsync always``) and one gateway: under Spark's
-real-time mode (``mode="realtime"``: Spark's Kafka sink, the relay topic, the relay's commit) and under
-micro-batches (``mode="append"``, the default 1 s trigger). For each mode: the job is started and warmed up
-(orders until its first entry, then ``--warmup-seconds`` more), then ``--clients`` clients of the Go load
-generator (bench/loadgen), one ``BackgroundClient`` and the dashboard page (``&record=1``: each frame's last
-drawn seq and time) follow the stream while the orders example's producer sends ``--rate`` orders a second
-for ``--seconds`` (each order's ``ts`` is when it is sent). Every client must end with every entry exactly once.
+The large-orders feed (``sparkwire.examples.large_orders``: a filter and a projection of the orders topic, each
+order of at least 500 an entry) runs twice in one run, one mode after the other, on the same machine, the same real
+Kafka broker and ``redis-server`` (AOF, ``appendfsync always``) and one gateway: under Spark's real-time mode
+(``mode="realtime"``: Spark's Kafka sink, the relay topic, the relay's commit) and under micro-batches
+(``mode="append"``, the default 1 s trigger). For each mode: the job is started and warmed up (orders until its
+first entry, then ``--warmup-seconds`` more), then ``--clients`` clients of the Go load generator (bench/loadgen),
+one ``BackgroundClient`` and the feed page (``/feed``, the example's page: the newest rows first; ``&record=1``:
+each frame's top seq and time) follow the stream while the orders example's producer sends ``--rate`` orders a
+second for ``--seconds`` (each order's ``ts`` is when it is sent). Every client must end with every entry exactly
+once.
 
 Per entry (one large order): sent -> committed (the commit script's clock: Kafka, Spark, the relay or the
 micro-batch, the commit), committed -> received (the ``StreamClient``, and the load generator's histogram over
 its clients), committed -> drawn on the page (its first frame at or after the entry's seq), and sent ->
-received / drawn.
+received / drawn. And where the CPU went while the orders were sent: each process's (with its children's) CPU
+seconds from /proc, and the whole machine's from /proc/stat, over the phase's wall time.
 
     flock /tmp/sparkwire-heavy.lock .venv/bin/python bench/realtime_latency.py
 """
@@ -32,7 +34,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import redis
-from _common import emit_section, histogram_quantile, machine_info, markers, quantile, reproduce_lines
+from _common import (
+    emit_section,
+    histogram_quantile,
+    machine_cpu_seconds,
+    machine_info,
+    markers,
+    quantile,
+    reproduce_lines,
+    tree_cpu_seconds,
+)
 from _loadgen import GoLoadGen
 from _sbs_measure import Outcome
 from playwright.sync_api import sync_playwright
@@ -69,6 +80,7 @@ class Measured:
     sent_to_client: list[int] = field(default_factory=list)
     sent_to_page: list[int] = field(default_factory=list)
     crowd: Outcome = field(default_factory=Outcome)
+    cpu_cores: dict[str, float] = field(default_factory=dict)  # mean cores busy while the orders were sent
     entries: int = 0
     client_problems: int = 0
     not_drawn: int = 0
@@ -121,16 +133,24 @@ def measure_mode(mode: str, args: argparse.Namespace, workdir: Path, kafka: Kafk
         client = BackgroundClient(gateway.ws(stream), on_entry=lambda e: received.append((e, int(time.time() * 1000))))
         client.start()
         page = browser.new_page(viewport={"width": 1400, "height": 1000})  # type: ignore[attr-defined]
-        page.goto(f"{gateway.http}/?stream={stream}&record=1")
+        page.goto(f"{gateway.http}/feed?stream={stream}&record=1")
         loadgen.call("connect", proto="sparkwire", urls=[gateway.ws(stream)], count=args.clients, concurrency=64)
         time.sleep(2)
         loadgen.call("phase_start")
+        users = {"Spark job (driver, executors, relay)": job.pid, "gateway": gateway.process.pid,
+                 "load generator (1 process)": loadgen.pid, "Kafka broker": kafka.process.pid,
+                 "redis-server": redis_server.process.pid}
+        before, machine_before, started = cpu_by(users), machine_cpu_seconds(), time.monotonic()
         _run_to_end(_producer(workdir, kafka, topic, args.rate, args.seconds, f"orders-{mode}", seed=3))
+        elapsed = time.monotonic() - started
+        after = cpu_by(users)
+        measured.cpu_cores = {name: (after[name] - before[name]) / elapsed for name in users}
+        measured.cpu_cores["whole machine"] = (machine_cpu_seconds() - machine_before) / elapsed
         time.sleep(3)  # the last micro-batch and its delivery
         head = reader.meta().last_seq
         measured.crowd = Outcome.of(loadgen.call("phase_end", head=head, timeout=60))
         loadgen.call("disconnect")
-        frames = [(int(seq), int(ms)) for seq, ms in page.evaluate("window.__sparkwire.drawn")]
+        frames = [(int(seq), int(ms)) for seq, ms in page.evaluate("window.__feed.drawn")]
         page.close()
         client.stop()
     finally:
@@ -158,6 +178,10 @@ def measure_mode(mode: str, args: argparse.Namespace, workdir: Path, kafka: Kafk
     return measured
 
 
+def cpu_by(pids: dict[str, int | None]) -> dict[str, float]:
+    return {name: tree_cpu_seconds(pid) if pid else 0.0 for name, pid in pids.items()}
+
+
 def measure(args: argparse.Namespace, workdir: Path) -> tuple[list[Measured], dict[str, str]]:
     with (RedisServer(workdir / "redis") as redis_server, KafkaBroker(workdir / "kafka") as kafka,
           sync_playwright() as playwright):
@@ -181,6 +205,18 @@ def _cells(values: Sequence[int]) -> str:
 
 def _crowd_cells(outcome: Outcome) -> str:
     return " | ".join(f"{histogram_quantile(outcome.hist, q):,.1f}" for q in (0.5, 0.99, 1))
+
+
+def cpu_rows(results: Sequence[Measured]) -> list[str]:
+    names = [name for name in results[0].cpu_cores if name != "whole machine"]
+    rest = [m.cpu_cores.get("whole machine", 0.0) - sum(m.cpu_cores.get(name, 0.0) for name in names)
+            for m in results]
+    rows = [f"| {name} | " + " | ".join(f"{m.cpu_cores.get(name, 0.0):.2f}" for m in results) + " |"
+            for name in names]
+    rows.append("| the rest | " + " | ".join(f"{value:.2f}" for value in rest) + " |")
+    rows.append("| **whole machine** | " + " | ".join(f"**{m.cpu_cores.get('whole machine', 0.0):.2f}**"
+                                                    for m in results) + " |")
+    return rows
 
 
 def exactly_once(m: Measured) -> bool:
@@ -217,7 +253,7 @@ def render(*, args: argparse.Namespace, date: str, wall: float, command: str, re
         f"{THRESHOLD} an entry) under Spark's real-time mode and under micro-batches (its default 1 s trigger), one "
         "after the other in one run, on this machine's real Kafka broker and `redis-server` (AOF, `appendfsync "
         f"always`), one gateway, {args.clients:,} clients of the Go load generator, one `StreamClient` and the "
-        "dashboard page in Chromium; generated by `bench/realtime_latency.py` (method in its docstring).",
+        "feed page (`/feed`) in Chromium; generated by `bench/realtime_latency.py` (method in its docstring).",
         "",
         *reproduce_lines(date, wall, f"flock /tmp/sparkwire-heavy.lock {command}"),
         f"- Machine: {info['nproc']} CPUs ({info['cpu']}), {info['ram']} RAM; Redis {info['redis']}.",
@@ -227,6 +263,14 @@ def render(*, args: argparse.Namespace, date: str, wall: float, command: str, re
         "| span, per large order (ms) | real-time p50 | p99 | max | micro-batch p50 | p99 | max |",
         "|---|---:|---:|---:|---:|---:|---:|",
         *rows,
+        "",
+        "Where the CPU went while the orders were sent (mean cores busy, "
+        f"of {info['nproc']}; each process with its children; *the rest* is Chromium, this bench's "
+        "`StreamClient` and producer, and the machine's other work):",
+        "",
+        "| process | real-time | micro-batch |",
+        "|---|---:|---:|",
+        *cpu_rows(results),
         "",
         f"- Real-time mode, order sent → drawn on the page ≤ {AIM_P50_MS} ms p50 and ≤ {AIM_P99_MS} ms p99 with "
         f"{args.clients:,} clients connected, every client exactly once: **{'met' if met else 'not met'}** "
