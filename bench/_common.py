@@ -155,6 +155,18 @@ def tree_cpu_seconds(pid: int) -> float:
     return total
 
 
+def named_cpu_seconds(prefix: str) -> float:
+    """utime + stime of every live process whose name (/proc/<pid>/comm) starts with ``prefix``."""
+    total = 0.0
+    for comm_path in Path("/proc").glob("[0-9]*/comm"):
+        try:
+            if comm_path.read_text().startswith(prefix):
+                total += process_cpu_seconds(int(comm_path.parent.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
 def machine_cpu_seconds() -> float:
     """CPU seconds the whole machine spent busy (all cores: /proc/stat's cpu line, less idle and iowait)."""
     fields = [int(value) for value in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]

@@ -40,6 +40,7 @@ from _common import (
     machine_cpu_seconds,
     machine_info,
     markers,
+    named_cpu_seconds,
     quantile,
     reproduce_lines,
     tree_cpu_seconds,
@@ -144,7 +145,7 @@ def measure_mode(mode: str, args: argparse.Namespace, workdir: Path, kafka: Kafk
         _run_to_end(_producer(workdir, kafka, topic, args.rate, args.seconds, f"orders-{mode}", seed=3))
         elapsed = time.monotonic() - started
         after = cpu_by(users)
-        measured.cpu_cores = {name: (after[name] - before[name]) / elapsed for name in users}
+        measured.cpu_cores = {name: (after[name] - before[name]) / elapsed for name in after}
         measured.cpu_cores["whole machine"] = (machine_cpu_seconds() - machine_before) / elapsed
         time.sleep(3)  # the last micro-batch and its delivery
         head = reader.meta().last_seq
@@ -178,8 +179,15 @@ def measure_mode(mode: str, args: argparse.Namespace, workdir: Path, kafka: Kafk
     return measured
 
 
+BROWSER = "Chromium (the page)"
+
+
 def cpu_by(pids: dict[str, int | None]) -> dict[str, float]:
-    return {name: tree_cpu_seconds(pid) if pid else 0.0 for name, pid in pids.items()}
+    """CPU seconds so far of each process tree in ``pids``, and of the browser's processes (by name: they are
+    the Playwright driver's children, not this process's)."""
+    seconds = {name: tree_cpu_seconds(pid) if pid else 0.0 for name, pid in pids.items()}
+    seconds[BROWSER] = named_cpu_seconds("chrom")
+    return seconds
 
 
 def measure(args: argparse.Namespace, workdir: Path) -> tuple[list[Measured], dict[str, str]]:
@@ -265,8 +273,8 @@ def render(*, args: argparse.Namespace, date: str, wall: float, command: str, re
         *rows,
         "",
         "Where the CPU went while the orders were sent (mean cores busy, "
-        f"of {info['nproc']}; each process with its children; *the rest* is Chromium, this bench's "
-        "`StreamClient` and producer, and the machine's other work):",
+        f"of {info['nproc']}; each process with its children; *the rest* is this bench's `StreamClient` and "
+        "producer, and the machine's other work):",
         "",
         "| process | real-time | micro-batch |",
         "|---|---:|---:|",
