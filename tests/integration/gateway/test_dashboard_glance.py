@@ -17,12 +17,14 @@ import dataclasses
 import json
 import os
 import random
+import time
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import redis as redis_lib
-from playwright.sync_api import Browser, BrowserContext, Page
+from playwright.sync_api import Browser, BrowserContext, Page, Route
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from pyspark.sql.types import DecimalType, LongType, StringType, StructField, StructType, TimestampType
 
 from sparkwire.aggregator.job import metrics_spec, window_record
@@ -134,10 +136,16 @@ def open_page(context: BrowserContext, console: list[str], url: str) -> Page:
 
 def charts_drawn(page: Page, keys: int) -> None:
     """Every card's charts drawn with every point the page holds, and painted."""
-    page.wait_for_function("""keys => { const d = window.__sparkwire;
-      return Object.keys(d.panels).length === keys && Object.entries(d.panels).every(([key, charts]) =>
-        charts.length > 0 && charts.every((c) => c.data[0].length === d.series[key].length)); }""",
-                           arg=keys, timeout=WAIT_MS)
+    try:
+        page.wait_for_function("""keys => { const d = window.__sparkwire;
+          return Object.keys(d.panels).length === keys && Object.entries(d.panels).every(([key, charts]) =>
+            charts.length > 0 && charts.every((c) => c.data[0].length === d.series[key].length)); }""",
+                               arg=keys, timeout=WAIT_MS)
+    except PlaywrightTimeout as error:
+        state = page.evaluate("""() => { const d = window.__sparkwire; return Object.fromEntries(
+          Object.entries(d.panels).map(([key, charts]) => [key, { charts: charts.map((c) => c.data[0].length),
+                                                                  series: d.series[key]?.length }])); }""")
+        raise AssertionError(f"not every chart of {keys} cards drawn with its points: {state}") from error
     page.wait_for_timeout(150)  # the frame after setData paints
 
 
@@ -157,22 +165,43 @@ LEGENDS = """() => [...document.querySelectorAll("#charts .u-legend")].map((lege
 def check_legends_show_values_on_hover_only(page: Page) -> None:
     # A chart redrawn after live entries lays its legend out again: wait for its names rather than read them
     # mid-layout (seen once, on a loaded machine, with every name not yet visible).
-    page.wait_for_function("() => [...document.querySelectorAll('#charts .u-legend')].every((l) => "
-                           "[...l.querySelectorAll('.u-series')].some((s) => s.checkVisibility()))", timeout=WAIT_MS)
+    try:
+        page.wait_for_function("() => [...document.querySelectorAll('#charts .u-legend')].every((l) => "
+                               "[...l.querySelectorAll('.u-series')].some((s) => s.checkVisibility()))",
+                               timeout=WAIT_MS)
+    except PlaywrightTimeout as error:
+        raise AssertionError(f"a legend names no series: {page.evaluate(LEGENDS)}") from error
     for legend in page.evaluate(LEGENDS):
         assert (legend["live"], legend["values"]) == (False, []), legend
         assert legend["names"], legend
-    box = page.locator("#charts .card .u-over").first.bounding_box()
-    assert box is not None
-    page.mouse.move(box["x"] + box["width"] * 0.6, box["y"] + box["height"] / 2)
-    page.wait_for_function("() => [...document.querySelectorAll('#charts .u-legend')].every("
-                           "(l) => l.classList.contains('u-live'))", timeout=WAIT_MS)
+    hover_until(page, "every((l) => l.classList.contains('u-live'))", on_chart=True)
     for legend in page.evaluate(LEGENDS):  # every chart's (the cursor is synced): the time, then each value
         assert len(legend["values"]) == len(legend["names"]) and len(legend["names"]) >= 2, legend
         assert all(value not in ("", "--", "\u2013") for value in legend["values"]), legend
-    page.mouse.move(2, 2)
-    page.wait_for_function("() => [...document.querySelectorAll('#charts .u-legend')].every("
-                           "(l) => !l.classList.contains('u-live'))", timeout=WAIT_MS)
+    hover_until(page, "every((l) => !l.classList.contains('u-live'))", on_chart=False)
+
+
+def hover_until(page: Page, legends_hold: str, *, on_chart: bool) -> None:
+    """Moves the pointer onto the first chart (or off every chart) until every legend ``legends_hold``: a move
+    again each half second, as a user's hand would, since a chart laid out again after the move (a live redraw,
+    seen once on a loaded machine) has had no pointer event since; fails with the legends as they were."""
+    check = f"[...document.querySelectorAll('#charts .u-legend')].{legends_hold}"
+    deadline = time.monotonic() + WAIT_MS / 1000
+    nudge = 0
+    while True:
+        if on_chart:
+            box = page.locator("#charts .card .u-over").first.bounding_box()
+            assert box is not None
+            page.mouse.move(box["x"] + box["width"] * 0.6 + nudge, box["y"] + box["height"] / 2)
+        else:
+            page.mouse.move(2 + nudge, 2)
+        try:
+            page.wait_for_function(f"() => {check}", timeout=500)
+            return
+        except PlaywrightTimeout:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"legends never {legends_hold}: {page.evaluate(LEGENDS)}") from None
+        nudge = 1 - nudge
 
 
 def check_fits(page: Page) -> None:
@@ -266,4 +295,36 @@ def test_both_demo_streams_fit_a_phone_and_read_at_a_glance(
     finally:
         desktop.close()
         phone.close()
+        gateway.stop()
+
+
+def test_charts_show_when_the_chart_library_loads_after_the_cards_were_drawn(
+    browser: Browser, console: list[str], redis_server: RedisServer, redis: redis_lib.Redis, unique_name: str,
+    tmp_path: Path,
+) -> None:
+    """uPlot is imported on the side: on a slow machine or network the cards are drawn before it has loaded,
+    with their plot areas hidden. Once it loads, every card's charts are drawn and shown (they stayed hidden
+    until the page was reloaded: found by the test above on a loaded machine)."""
+    metrics = Metrics(redis, unique_name)
+    metrics.commit(6)
+    gateway = GatewayProcess(tmp_path, redis_server.url, [unique_name]).start()
+    context = browser.new_context(**DESKTOP)
+    held: list[Route] = []
+    # The chart library answered only when the test says.
+    context.route("**/static/vendor/uPlot.esm.js", lambda route: held.append(route))
+    try:
+        page = open_page(context, console, f"{gateway.http}/?stream={unique_name}&maxDelayMs=1000")
+        wait_js(page, "c.lastSeq === arg", head(redis, unique_name))
+        page.wait_for_function("n => document.querySelectorAll('#charts .card').length === n",
+                               arg=len(METRICS), timeout=WAIT_MS)
+        assert len(held) == 1 and page.evaluate("Object.keys(window.__sparkwire.panels).length") == 0
+        assert page.evaluate("[...document.querySelectorAll('#charts .plot')].every((p) => p.hidden)")
+        held[0].continue_()
+        charts_drawn(page, len(METRICS))
+        shown = page.evaluate("[...document.querySelectorAll('#charts .plot')].map((p) => p.checkVisibility())")
+        assert shown == [True] * len(METRICS)
+        check_legends_show_values_on_hover_only(page)
+        assert [line for line in console if line.startswith(("[error]", "[pageerror]"))] == []
+    finally:
+        context.close()
         gateway.stop()
