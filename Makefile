@@ -7,7 +7,7 @@ CACHE := .cache
 # bench/ may be empty (git keeps no empty folders); ruff fails on a missing path.
 LINT_DIRS := $(wildcard services harness tests bench)
 
-.PHONY: setup setup-demo test lint check-packages demo chaos clean kind-up kind-down e2e-kind bench-peers bench-spark bench-update bench-realtime bench-recovery bench-abuse
+.PHONY: setup setup-demo test lint check-packages demo chaos clean kind-up kind-down e2e-kind kind-test bench-peers bench-spark bench-update bench-realtime bench-recovery bench-abuse
 
 setup:
 	bash infra/setup.sh all
@@ -51,6 +51,11 @@ kind-down:
 	bash infra/kind/kind-down.sh
 
 e2e-kind: kind-up
+	$(MAKE) --no-print-directory kind-test
+
+# The kind suite against the cluster kind-up built, without building it again. SPARKWIRE_KIND_SHARE=auto
+# (CI): the core tests and this commit's share of the others (tests/e2e/kind/README.md, "What CI runs").
+kind-test:
 	SPARKWIRE_KIND_REQUIRED=1 $(VENV)/pytest tests/e2e/kind -v -rs --durations=0 $(ARGS)
 
 # Removes run state only; stops nothing and keeps the downloaded jars and the venv.

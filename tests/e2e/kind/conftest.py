@@ -32,7 +32,7 @@ from typing import NoReturn
 
 import pytest
 
-from sparkwire_harness.kind import progress
+from sparkwire_harness.kind import progress, rotation
 from sparkwire_harness.kind.availability import unavailable
 from sparkwire_harness.kind.kube import Kube
 from sparkwire_harness.kind.redis_link import RedisLink
@@ -58,9 +58,22 @@ _MODULE_ORDER = {name: rank for rank, name in enumerate([
 _LAST = _MODULE_ORDER["test_helm_install.py"]
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The modules of this folder in the order the module docstring explains, each module's tests in file
-    order; tests elsewhere keep their places (this hook sees the whole session's items)."""
+    order; tests elsewhere keep their places (this hook sees the whole session's items). With
+    SPARKWIRE_KIND_SHARE (CI's run), only the core tests and that share (``sparkwire_harness.kind.rotation``)."""
+    try:
+        share = rotation.share_from_environment(HERE.parents[2])
+    except ValueError as error:
+        raise pytest.UsageError(str(error)) from None
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None and any(item.path.parent == HERE for item in items):
+        reporter.write_line(progress.line(rotation.describe(share)))
+    left = [item for item in items if item.path.parent == HERE and not rotation.runs_in(
+        f"{item.path.name}::{item.name}", share)]
+    if left:
+        config.hook.pytest_deselected(items=left)
+        items[:] = [item for item in items if item not in left]
     slots = [i for i, item in enumerate(items) if item.path.parent == HERE]
     ordered = sorted((items[i] for i in slots), key=lambda item: _MODULE_ORDER.get(item.path.name, _LAST - 0.5))
     for slot, item in zip(slots, ordered, strict=True):
