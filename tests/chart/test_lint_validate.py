@@ -54,24 +54,64 @@ def _with_spark_pod_templates(objects: list[Obj]) -> list[Obj]:
     return out
 
 
-def _kubectl_validate(objects: list[Obj], directory: Path, version: str) -> dict[str, list[Obj]]:
-    """One file per object (kubectl-validate reports per file); returns {file: [failures]}."""
-    objects = _with_spark_pod_templates(objects)
+STRICTNESS_CASES = [
+    ("Deployment", ("spec", "template", "spec", "containers", 0), "bogusField"),
+    ("SparkApplication", ("spec", "driver"), "bogusField"),
+    ("SparkApplication", ("spec", "restartPolicy"), "onFailureRetryIntervalSeconds"),
+    ("SparkApplication", ("spec", "executor", "template", "spec", "containers", 0), "volumeMount"),
+    ("PrometheusRule", ("spec", "groups", 0), "bogusField"),
+    ("ServiceMonitor", ("spec", "endpoints", 0), "bogusField"),
+]
+
+
+def _with_a_misspelt_field(kind: str, path: tuple[str | int, ...], bogus: str) -> list[Obj]:
+    objects = [o for o in render([CHART / "ci" / "observability-values.yaml"]) if o["kind"] == kind][:1]
+    assert objects, f"no {kind} rendered"
+    node: object = objects[0]
+    for step in path:
+        node = node[step]  # type: ignore[index]
+    node[bogus] = 1  # type: ignore[index]
+    return objects
+
+
+def _kubectl_validate(cases: dict[str, list[Obj]], directory: Path, version: str) -> dict[str, dict[str, list[Obj]]]:
+    """Every case's objects in one kubectl-validate run (most of its ~10 s is loading the schemas, the same
+    for every case), one file per object (it reports per file); returns {case: {file: [failures]}}."""
     directory.mkdir(parents=True, exist_ok=True)
-    for index, obj in enumerate(objects):
-        name = f"{index:03d}-{obj['kind']}-{obj['metadata']['name']}.yaml"
-        (directory / name).write_text(yaml.safe_dump(obj, sort_keys=False))
+    files: dict[str, str] = {}
+    for case, objects in cases.items():
+        for index, obj in enumerate(_with_spark_pod_templates(objects)):
+            name = f"{case}--{index:03d}-{obj['kind']}-{obj['metadata']['name']}.yaml"
+            (directory / name).write_text(yaml.safe_dump(obj, sort_keys=False))
+            files[name] = case
     result = subprocess.run(
         [str(tool("kubectl-validate")), str(directory), "--version", version,
          "--local-crds", str(crds_dir()), "--output", "json"],
-        capture_output=True, text=True, timeout=120, check=False,
+        capture_output=True, text=True, timeout=300, check=False,
     )
     try:
         report: dict[str, list[Obj]] = json.loads(result.stdout)
     except json.JSONDecodeError:
         raise AssertionError(f"kubectl-validate gave no JSON report:\n{result.stdout}\n{result.stderr}") from None
-    assert len(report) == len(objects), f"validated {len(report)} of {len(objects)} objects"
-    return {path: [s for s in statuses if s.get("status") != "Success"] for path, statuses in report.items()}
+    assert sorted(Path(path).name for path in report) == sorted(files), "kubectl-validate skipped some objects"
+    by_case: dict[str, dict[str, list[Obj]]] = {case: {} for case in cases}
+    for path, statuses in report.items():
+        by_case[files[Path(path).name]][path] = [s for s in statuses if s.get("status") != "Success"]
+    return by_case
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, list[Obj]]]:
+    """kubectl-validate's findings for every case of this module: two runs (the current Kubernetes version
+    and the chart's floor) instead of one a case."""
+    current: dict[str, list[Obj]] = {
+        f"values-{case.id}": render([case.values[0]] if case.values[0] else []) for case in VALUES_CASES}
+    for number, (kind, path, bogus) in enumerate(STRICTNESS_CASES):
+        current[f"strict-{number}"] = _with_a_misspelt_field(kind, path, bogus)
+    oldest = {"oldest": render([CHART / "ci" / "kind-values.yaml"], kube_version=MIN_KUBE_VERSION)}
+    found = _kubectl_validate(current, tmp_path_factory.mktemp("validate-current"), KUBE_VERSION)
+    found.update(_kubectl_validate(oldest, tmp_path_factory.mktemp("validate-oldest"), MIN_KUBE_VERSION))
+    return found
 
 
 def _failures(report: dict[str, list[Obj]]) -> str:
@@ -79,37 +119,26 @@ def _failures(report: dict[str, list[Obj]]) -> str:
 
 
 @pytest.mark.parametrize("values", VALUES_CASES)
-def test_every_object_validates_strictly(values: Path | None, tmp_path: Path) -> None:
-    objects = render([values] if values else [])
-    report = _kubectl_validate(objects, tmp_path, KUBE_VERSION)
+def test_every_object_validates_strictly(values: Path | None, reports: dict[str, dict[str, list[Obj]]],
+                                         request: pytest.FixtureRequest) -> None:
+    report = reports[f"values-{request.node.callspec.id}"]
+    assert report, "no object validated"
     assert not _failures(report), _failures(report)
 
 
-def test_oldest_supported_kubernetes_validates(tmp_path: Path) -> None:
+def test_oldest_supported_kubernetes_validates(reports: dict[str, dict[str, list[Obj]]]) -> None:
     """At the chart's kubeVersion floor the preStop hook is an exec sleep (the sleep action is 1.30+)."""
-    objects = render([CHART / "ci" / "kind-values.yaml"], kube_version=MIN_KUBE_VERSION)
-    report = _kubectl_validate(objects, tmp_path, MIN_KUBE_VERSION)
-    assert not _failures(report), _failures(report)
+    assert reports["oldest"], "no object validated"
+    assert not _failures(reports["oldest"]), _failures(reports["oldest"])
 
 
-@pytest.mark.parametrize(("kind", "path", "bogus"), [
-    ("Deployment", ("spec", "template", "spec", "containers", 0), "bogusField"),
-    ("SparkApplication", ("spec", "driver"), "bogusField"),
-    ("SparkApplication", ("spec", "restartPolicy"), "onFailureRetryIntervalSeconds"),
-    ("SparkApplication", ("spec", "executor", "template", "spec", "containers", 0), "volumeMount"),
-    ("PrometheusRule", ("spec", "groups", 0), "bogusField"),
-    ("ServiceMonitor", ("spec", "endpoints", 0), "bogusField"),
-])
-def test_the_validation_is_strict_for_native_kinds_and_crds(
-        kind: str, path: tuple[str | int, ...], bogus: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("number", range(len(STRICTNESS_CASES)),
+                         ids=[f"{kind}-{bogus}" for kind, _, bogus in STRICTNESS_CASES])
+def test_the_validation_is_strict_for_native_kinds_and_crds(number: int,
+                                                           reports: dict[str, dict[str, list[Obj]]]) -> None:
     """A misspelt field fails: the check would catch a chart typo, including in the CRD kinds."""
-    objects = [o for o in render([CHART / "ci" / "observability-values.yaml"]) if o["kind"] == kind][:1]
-    assert objects, f"no {kind} rendered"
-    node: object = objects[0]
-    for step in path:
-        node = node[step]  # type: ignore[index]
-    node[bogus] = 1  # type: ignore[index]
-    report = _kubectl_validate(objects, tmp_path, KUBE_VERSION)
+    kind, _, bogus = STRICTNESS_CASES[number]
+    report = reports[f"strict-{number}"]
     assert bogus in _failures(report), f"kubectl-validate accepted {kind} with {bogus}: {report}"
 
 
