@@ -54,7 +54,7 @@ e2e-kind: kind-up
 	$(MAKE) --no-print-directory kind-test
 
 # The kind suite against the cluster kind-up built, without building it again. SPARKWIRE_KIND_SHARE=auto
-# (CI): the core tests and this commit's share of the others (tests/e2e/kind/README.md, "What CI runs").
+# (CI): the core tests and this commit's share of the others (docs/kind-e2e.md, "What CI runs").
 kind-test:
 	SPARKWIRE_KIND_REQUIRED=1 $(VENV)/pytest tests/e2e/kind -v -rs --durations=0 $(ARGS)
 
