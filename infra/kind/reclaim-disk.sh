@@ -10,7 +10,8 @@
 #   - tags of sparkwire-gateway and sparkwire-aggregator other than :build (kind-up tags each build by its
 #     image ID, so every change leaves one more 0.3-1 GB image);
 #   - dangling images: earlier builds of a tag that was built again (node images, base images). Builder
-#     cache layers are not dangling (they are parents of tagged images) and stay.
+#     cache layers of a final stage are not dangling (they are parents of tagged images) and stay; the other
+#     stages of a multi-stage build would be, and docker_build (infra/lib.sh) tags them so that they stay.
 # Then it fails, with what uses the disk, when less than SPARKWIRE_KIND_MIN_FREE_GB (default 12) is free.
 set -euo pipefail
 # shellcheck source=infra/kind/common.sh
