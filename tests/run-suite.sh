@@ -2,9 +2,9 @@
 # `make test`'s pytest run: two pytest processes side by side, one per core. One runs the tests marked `slow`
 # (each starts a Spark driver or a Redis/Kafka topology and times its faults) one after the other, as they
 # would alone, so two Spark drivers never time each other; the other runs everything else. Their lines are
-# shown as they come, prefixed [slow] and [rest]; at the end the 25 slowest tests of both, then the failed
-# ones with their message's first line (last, so a log cut to its tail still names them), then one closing
-# line with the counts of both. Arguments are passed to both pytest runs. (pytest-xdist's --dist loadgroup
+# shown as they come, prefixed [slow] and [rest]; at the end the 25 slowest tests of both, each run's 8
+# slowest modules, then the failed ones with their message's first line (last, so a log cut to its tail
+# still names them), then one closing line with the counts of both. Arguments are passed to both pytest runs. (pytest-xdist's --dist loadgroup
 # was the first choice; with pytest 9 its groups are not kept together, so the split is done here.)
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -33,8 +33,12 @@ wait "$rest_pid"; rest_status=$?
 import sys
 import xml.etree.ElementTree as ET
 
+from collections import Counter
+
 cases, failed, totals = [], [], {"passed": 0, "failed": 0, "skipped": 0}
+modules: dict[str, Counter[str]] = {}
 for path in sys.argv[1:3]:
+    run = modules.setdefault(path.rsplit("/", 1)[-1].removesuffix(".xml"), Counter())
     try:
         root = ET.parse(path).getroot()
     except (OSError, ET.ParseError):
@@ -44,6 +48,7 @@ for path in sys.argv[1:3]:
     for case in root.iter("testcase"):
         name = f"{case.get('classname', '').replace('.', '/')}.py::{case.get('name')}"
         cases.append((float(case.get("time") or 0), name))
+        run[name.split("::")[0]] += float(case.get("time") or 0)
         problem = case.find("failure")
         if problem is None:
             problem = case.find("error")
@@ -59,6 +64,11 @@ for path in sys.argv[1:3]:
 print("\n25 slowest tests of both runs (seconds, setup + call + teardown):")
 for seconds, name in sorted(cases, reverse=True)[:25]:
     print(f"{seconds:8.1f}  {name}")
+# Where each run's time goes, a module at a time: what to look at first when the suite grows.
+for run, seconds in modules.items():
+    print(f"\n{run}: {sum(seconds.values()):.0f} s of tests; its 8 slowest modules:")
+    for module, total in seconds.most_common(8):
+        print(f"{total:8.1f}  {module}")
 # Last, so that a CI log cut to its tail still names what failed.
 if failed:
     print("\nfailed:")
