@@ -61,12 +61,12 @@ kind-test:
 # Removes run state only; stops nothing and keeps the downloaded jars and the venv.
 clean:
 	rm -rf $(CACHE)/run
-bench-peers: ; flock /tmp/sparkwire-heavy.lock $(VENV)/python bench/side_by_side.py $(ARGS)
-bench-recovery: ; flock /tmp/sparkwire-heavy.lock $(VENV)/python bench/driver_recovery.py $(ARGS)
-bench-spark: ; flock /tmp/sparkwire-heavy.lock $(VENV)/python bench/spark_throughput.py $(ARGS)
-bench-update: ; flock /tmp/sparkwire-heavy.lock $(VENV)/python bench/update_latency.py $(ARGS)
-bench-realtime: ; flock /tmp/sparkwire-heavy.lock $(VENV)/python bench/realtime_latency.py $(ARGS)
-bench-abuse: ; flock /tmp/sparkwire-heavy.lock $(VENV)/python bench/abuse.py $(ARGS)
+bench-peers: ; flock -o /tmp/sparkwire-heavy.lock $(VENV)/python bench/side_by_side.py $(ARGS)
+bench-recovery: ; flock -o /tmp/sparkwire-heavy.lock $(VENV)/python bench/driver_recovery.py $(ARGS)
+bench-spark: ; flock -o /tmp/sparkwire-heavy.lock $(VENV)/python bench/spark_throughput.py $(ARGS)
+bench-update: ; flock -o /tmp/sparkwire-heavy.lock $(VENV)/python bench/update_latency.py $(ARGS)
+bench-realtime: ; flock -o /tmp/sparkwire-heavy.lock $(VENV)/python bench/realtime_latency.py $(ARGS)
+bench-abuse: ; flock -o /tmp/sparkwire-heavy.lock $(VENV)/python bench/abuse.py $(ARGS)
 
 # The documentation site (mkdocs.yml, pages in docs/) into site/, warnings as errors: broken links and anchors
 # fail it. Its packages (docs/requirements.txt) go into .venv when missing or changed; the CLI reference is

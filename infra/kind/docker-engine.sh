@@ -35,7 +35,15 @@ missing_caps() {
 start_dockerd() {
   echo "starting dockerd in the background (log: $LOG)"
   mkdir -p /lib/modules  # kind nodes mount it read-only; absent on some VMs
-  nohup dockerd >>"$LOG" 2>&1 &
+  # No descriptor of the caller past stderr: the daemon outlives it, and an inherited one (a `flock LOCK
+  # make kind-up`'s lock, a pipe CI reads) would stay open as long as the daemon runs.
+  (
+    for fd in /proc/"$BASHPID"/fd/*; do
+      fd="${fd##*/}"
+      if ((fd > 2)); then eval "exec $fd>&-" 2>/dev/null || true; fi
+    done
+    exec nohup dockerd </dev/null >>"$LOG" 2>&1
+  ) &
   for _ in $(seq 1 60); do engine_answers && return 0; sleep 1; done
   echo "ERROR: dockerd did not answer within 60 s; its log:" >&2
   tail -n 30 "$LOG" >&2
