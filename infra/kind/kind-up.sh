@@ -126,15 +126,29 @@ fi
 # disk per image and node that the machine may not have.
 load() {
   [[ "$mode" == offline ]] || return 0
-  local image id node
+  local image id node fifos pid status
   for image in "$@"; do
     id="$(docker image inspect --format '{{.Id}}' "$image")"
+    local -a missing=() pids=()
     for node in $(kind get nodes --name "$CLUSTER"); do
       [[ "$(docker exec "$node" crictl inspecti -o go-template --template '{{.status.id}}' "$image" 2>/dev/null)" \
-        == "$id" ]] && continue
-      docker save "$image" | docker exec -i "$node" ctr --namespace=k8s.io images import --all-platforms \
-        --digests --snapshotter=overlayfs - >/dev/null
+        == "$id" ]] || missing+=("$node")
     done
+    ((${#missing[@]})) || continue
+    # One `docker save`, streamed into every node that lacks the image at once (tee into a FIFO a node): the
+    # nodes one after the other took ~35 s per GB per node here.
+    fifos="$(mktemp -d)"
+    for node in "${missing[@]}"; do
+      mkfifo "$fifos/$node"
+      docker exec -i "$node" ctr --namespace=k8s.io images import --all-platforms --digests \
+        --snapshotter=overlayfs - <"$fifos/$node" >/dev/null &
+      pids+=($!)
+    done
+    status=0
+    docker save "$image" | tee "${missing[@]/#/$fifos/}" >/dev/null || status=$?
+    for pid in "${pids[@]}"; do wait "$pid" || status=$?; done
+    rm -rf "$fifos"
+    ((status == 0)) || { echo "ERROR: loading $image into ${missing[*]} failed" >&2; return "$status"; }
   done
 }
 
