@@ -124,6 +124,18 @@ fi
 # load IMAGE... : each image into every node's containerd unless it holds that image ID already. Streamed
 # (docker save | ctr import), where `kind load docker-image` first writes an archive to $TMPDIR: 1 GB of
 # disk per image and node that the machine may not have.
+# node_image_id NODE IMAGE : the ID Docker gives IMAGE (its config's digest) as NODE's containerd holds it, or
+# nothing. The node image has ctr, not crictl (which this asked before, so every image was loaded again on
+# every kind-up: ~4 min of a warm one).
+node_image_id() {
+  local ref="$2" manifest
+  [[ "${ref%%/*}" == *[.:]* && "$ref" == */* ]] || { [[ "$ref" == */* ]] || ref="library/$ref"; ref="docker.io/$ref"; }
+  manifest="$(docker exec "$1" ctr --namespace=k8s.io images ls "name==$ref" 2>/dev/null | awk 'NR == 2 {print $3}')"
+  [[ -n "$manifest" ]] || return 0
+  docker exec "$1" ctr --namespace=k8s.io content get "$manifest" 2>/dev/null \
+    | sed -n 's/.*"config":{[^}]*"digest":"\(sha256:[0-9a-f]*\)".*/\1/p'
+}
+
 load() {
   [[ "$mode" == offline ]] || return 0
   local image id node fifos pid status
@@ -131,8 +143,7 @@ load() {
     id="$(docker image inspect --format '{{.Id}}' "$image")"
     local -a missing=() pids=()
     for node in $(kind get nodes --name "$CLUSTER"); do
-      [[ "$(docker exec "$node" crictl inspecti -o go-template --template '{{.status.id}}' "$image" 2>/dev/null)" \
-        == "$id" ]] || missing+=("$node")
+      [[ "$(node_image_id "$node" "$image")" == "$id" ]] || missing+=("$node")
     done
     ((${#missing[@]})) || continue
     # One `docker save`, streamed into every node that lacks the image at once (tee into a FIFO a node): the
