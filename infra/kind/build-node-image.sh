@@ -41,7 +41,9 @@ PY
 
 inputs="$(
   for img in "${PRELOADED[@]}" "$KIND_BASE_IMAGE"; do docker image inspect --format '{{.Id}}' "$img"; done
-  sha256sum "$BIN"/{kubeadm,kubelet,kubectl} "$HERE/node/kube-router.yaml" "$HERE/versions.sh" "${BASH_SOURCE[0]}"
+  # Contents only, not paths: another checkout (CI's fresh clone, a developer's) is not a new input.
+  sha256sum "$BIN"/{kubeadm,kubelet,kubectl} "$HERE/node/kube-router.yaml" "$HERE/versions.sh" "${BASH_SOURCE[0]}" \
+    | cut -d' ' -f1
 )"
 fp="$(sha256sum <<<"$inputs" | cut -d' ' -f1)"
 if image_fresh "$NODE_IMAGE" "$fp"; then
