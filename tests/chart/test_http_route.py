@@ -123,7 +123,8 @@ def test_the_httproute_crd_is_there_for_kubectl_validate() -> None:
 def test_kubectl_validate_accepts_the_route_and_catches_a_typo(tmp_path: Path) -> None:
     """The ci scenario's objects are validated with the others (test_lint_validate); here the route alone,
     then with a misspelt field: the CRD's schema is applied, not skipped as an unknown kind."""
-    route = _route([VALUES])
-    assert not _failures(_kubectl_validate([route], tmp_path / "ok", "1.33"))
-    route["spec"]["rules"][0]["backendRefs"][0]["bogusField"] = 1
-    assert "bogusField" in _failures(_kubectl_validate([route], tmp_path / "typo", "1.33"))
+    route, typo = _route([VALUES]), _route([VALUES])
+    typo["spec"]["rules"][0]["backendRefs"][0]["bogusField"] = 1
+    found = _kubectl_validate({"ok": [route], "typo": [typo]}, tmp_path, "1.33")
+    assert found["ok"] and not _failures(found["ok"])
+    assert "bogusField" in _failures(found["typo"])
