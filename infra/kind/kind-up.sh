@@ -121,21 +121,24 @@ if [[ -n "$node_image" ]]; then
   done
   kube_router_complete || { echo "ERROR: kube-router still lacks a node's pod subnet" >&2; exit 1; }
 fi
-# load IMAGE... : each image into every node's containerd unless it holds that image ID already. Streamed
-# (docker save | ctr import), where `kind load docker-image` first writes an archive to $TMPDIR: 1 GB of
-# disk per image and node that the machine may not have.
 # node_image_id NODE IMAGE : the ID Docker gives IMAGE (its config's digest) as NODE's containerd holds it, or
 # nothing. The node image has ctr, not crictl (which this asked before, so every image was loaded again on
 # every kind-up: ~4 min of a warm one).
 node_image_id() {
   local ref="$2" manifest
-  [[ "${ref%%/*}" == *[.:]* && "$ref" == */* ]] || { [[ "$ref" == */* ]] || ref="library/$ref"; ref="docker.io/$ref"; }
+  case "$ref" in  # containerd's full name: Docker Hub's host and library/ written out
+    */*) [[ "${ref%%/*}" == *[.:]* ]] || ref="docker.io/$ref" ;;
+    *) ref="docker.io/library/$ref" ;;
+  esac
   manifest="$(docker exec "$1" ctr --namespace=k8s.io images ls "name==$ref" 2>/dev/null | awk 'NR == 2 {print $3}')"
   [[ -n "$manifest" ]] || return 0
   docker exec "$1" ctr --namespace=k8s.io content get "$manifest" 2>/dev/null \
     | sed -n 's/.*"config":{[^}]*"digest":"\(sha256:[0-9a-f]*\)".*/\1/p'
 }
 
+# load IMAGE... : each image into every node's containerd unless it holds that image ID already. Streamed
+# (docker save | ctr import), where `kind load docker-image` first writes an archive to $TMPDIR: 1 GB of
+# disk per image and node that the machine may not have.
 load() {
   [[ "$mode" == offline ]] || return 0
   local image id node fifos pid status
