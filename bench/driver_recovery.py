@@ -63,7 +63,7 @@ class Bench:
     def __init__(self, args: argparse.Namespace, workdir: Path) -> None:
         self.args, self.workdir = args, workdir
         self.redis = RedisServer(workdir / "redis")
-        self.kafka = KafkaBroker(workdir / "kafka")
+        self.kafka = KafkaBroker(workdir / "kafka", quick_jit=False)
         self.stream = "recovery"
         self.reader = ReplayLogReader(redis.Redis.from_url(self.redis.url), self.stream)
 

@@ -191,7 +191,7 @@ def cpu_by(pids: dict[str, int | None]) -> dict[str, float]:
 
 
 def measure(args: argparse.Namespace, workdir: Path) -> tuple[list[Measured], dict[str, str]]:
-    with (RedisServer(workdir / "redis") as redis_server, KafkaBroker(workdir / "kafka") as kafka,
+    with (RedisServer(workdir / "redis") as redis_server, KafkaBroker(workdir / "kafka", quick_jit=False) as kafka,
           sync_playwright() as playwright):
         gateway = GatewayProcess(workdir, redis_server.url, [f"feed-{mode}" for mode in MODES]).start()
         loadgen = GoLoadGen(workdir / "loadgen.log")

@@ -279,7 +279,7 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="rt-spike-") as tmp:
         workdir = Path(tmp)
-        with KafkaBroker(workdir / "kafka") as broker:
+        with KafkaBroker(workdir / "kafka", quick_jit=False) as broker:
             spark = spark_session("realtime-spike", master=args.master, java_options=QUICK_JIT)
             import pyspark
 

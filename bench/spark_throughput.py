@@ -86,7 +86,7 @@ class Bench:
     def __init__(self, args: argparse.Namespace, workdir: Path) -> None:
         self.args, self.workdir = args, workdir
         self.redis = RedisServer(workdir / "redis")
-        self.kafka = KafkaBroker(workdir / "kafka")
+        self.kafka = KafkaBroker(workdir / "kafka", quick_jit=False)
         self.runs = 0
 
     def aggregator(self, stream: str, topic: str, *options: str, dead_letters: bool = True) -> ManagedProcess:

@@ -72,7 +72,7 @@ def measure(args: argparse.Namespace, workdir: Path) -> Measured:
         received.append(Received(entry.seq, str(data.get("windowEnd")), str(data.get("region")),
                                  int(data.get("orders", 0)), entry.commit_ms, int(time.time() * 1000)))
 
-    with (RedisServer(workdir / "redis") as redis_server, KafkaBroker(workdir / "kafka") as kafka,
+    with (RedisServer(workdir / "redis") as redis_server, KafkaBroker(workdir / "kafka", quick_jit=False) as kafka,
           sync_playwright() as playwright):
         kafka.create_topic(TOPIC, partitions=1)  # Kafka order is the job's order: first_shown relies on it
         gateway = GatewayProcess(workdir, redis_server.url, [STREAM]).start()

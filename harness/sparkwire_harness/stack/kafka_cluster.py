@@ -26,7 +26,7 @@ from pathlib import Path
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
-from .kafka_broker import KafkaBroker, create_topic, random_cluster_id
+from .kafka_broker import QUICK_JIT, KafkaBroker, create_topic, random_cluster_id
 from .ports import free_port
 from .process import ManagedProcess
 
@@ -119,7 +119,8 @@ class KafkaNode(KafkaBroker):
         it a static quorum. None once formatted (a restart keeps its data)."""
         if (self.data_dir / "meta.properties").exists():
             return None
-        return [self._java, "-Xmx256m", "-cp", self._libs_classpath, f"-Dlog4j2.configurationFile={self._log4j}",
+        return [self._java, "-Xmx256m", *QUICK_JIT, "-cp", self._libs_classpath,
+                f"-Dlog4j2.configurationFile={self._log4j}",
                 "kafka.tools.StorageTool", "format", "-t", self.cluster_id, "-c", str(self.properties_path)]
 
     def _format_storage(self) -> None:
