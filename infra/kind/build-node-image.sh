@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Assembles the kind node image the way `kind build node-image` does, with no pulls: kind's base image
-# (build-images.sh) + kubeadm, kubelet and kubectl + every image kubeadm and kind start, imported into the
-# node's containerd (pinned, so the kubelet never garbage-collects them), + the default CNI and storage
-# manifests kind applies at cluster creation. Skipped while its inputs (the images' IDs, the binaries, the
-# manifests, this script) are unchanged: their fingerprint is the image's label sparkwire.inputs.
+# (build-images.sh) + kubeadm, kubelet and kubectl + every image kubeadm and kind start, and the release's
+# seldom-changing third-party images, imported into the node's containerd (pinned, so the kubelet never
+# garbage-collects them), + the default CNI and storage manifests kind applies at cluster creation. Skipped
+# while its inputs (the images' IDs, the binaries, the manifests, this script) are unchanged: their
+# fingerprint is the image's label sparkwire.inputs.
 set -euo pipefail
 # shellcheck source=infra/kind/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -14,6 +15,14 @@ PRELOADED=(
   "registry.k8s.io/etcd:$ETCD_IMAGE_TAG" "registry.k8s.io/coredns/coredns:$COREDNS_VERSION"
   "registry.k8s.io/pause:$PAUSE_VERSION" registry.k8s.io/pause:3.10
   "$LOCAL_PATH_PROVISIONER_IMAGE" "$DEBIAN_IMAGE" "$KUBE_ROUTER_IMAGE"
+)
+# And the third-party images of the release that change seldom: kind-up loaded them into every node of every
+# cluster it created, ~4 of its ~10 min (each node's import hashes and unpacks ~2 GB; here the node's volume
+# is a plain copy, and only the node that runs a pod unpacks its image). Also under their ID tag, the name
+# kind-up deploys Traefik and the operator by (kind-up.sh, tag_by_id).
+RELEASE_IMAGES=(
+  "$TRAEFIK_IMAGE" "$SPARK_OPERATOR_IMAGE" "$REDIS_IMAGE_REPOSITORY:$REDIS_IMAGE_TAG"
+  "$KAFKA_IMAGE_REPOSITORY:$KAFKA_IMAGE_TAG"
 )
 
 # kind's own local-path-provisioner manifest (sigs.k8s.io/kind, pkg/build/nodeimage/const_storage.go), with
@@ -40,7 +49,7 @@ PY
 }
 
 inputs="$(
-  for img in "${PRELOADED[@]}" "$KIND_BASE_IMAGE"; do docker image inspect --format '{{.Id}}' "$img"; done
+  for img in "${PRELOADED[@]}" "${RELEASE_IMAGES[@]}" "$KIND_BASE_IMAGE"; do docker image inspect --format '{{.Id}}' "$img"; done
   # Contents only, not paths: another checkout (CI's fresh clone, a developer's) is not a new input.
   sha256sum "$BIN"/{kubeadm,kubelet,kubectl} "$HERE/node/kube-router.yaml" "$HERE/versions.sh" "${BASH_SOURCE[0]}" \
     | cut -d' ' -f1
@@ -60,10 +69,15 @@ sed "s|KUBE_ROUTER_IMAGE|$KUBE_ROUTER_IMAGE|" "$HERE/node/kube-router.yaml" \
   | docker exec -i "$builder" sh -c 'cat > /kind/manifests/default-cni.yaml'
 storage_manifest | docker exec -i "$builder" sh -c 'cat > /kind/manifests/default-storage.yaml'
 docker exec "$builder" bash -c 'containerd >/tmp/containerd.log 2>&1 & for _ in $(seq 1 30); do ctr version >/dev/null 2>&1 && exit 0; sleep 1; done; cat /tmp/containerd.log; exit 1'
-for img in "${PRELOADED[@]}"; do
-  docker save "$img" | docker exec -i "$builder" ctr --namespace=k8s.io images import \
+for img in "${PRELOADED[@]}" "${RELEASE_IMAGES[@]}"; do
+  names=("$img")
+  if [[ " ${RELEASE_IMAGES[*]} " == *" $img "* ]]; then
+    id="$(docker image inspect --format '{{.Id}}' "$img")"
+    docker tag "$img" "${img%:*}:${id:7:12}" && names+=("${img%:*}:${id:7:12}")
+  fi
+  docker save "${names[@]}" | docker exec -i "$builder" ctr --namespace=k8s.io images import \
     --label=io.cri-containerd.pinned=pinned --all-platforms --no-unpack --digests - >/dev/null
-  echo "  preloaded $img"
+  echo "  preloaded ${names[*]}"
 done
 docker exec "$builder" sh -c 'pkill containerd; sleep 2; rm -f /tmp/containerd.log'
 docker commit --change 'ENTRYPOINT [ "/usr/local/bin/entrypoint", "/sbin/init" ]' \
