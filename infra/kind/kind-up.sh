@@ -102,24 +102,31 @@ kubectl_ taint nodes "$CLUSTER-control-plane" node-role.kubernetes.io/control-pl
 # before the workers joined, hid its pods behind the node's address when they called a worker's pods, and
 # the NetworkPolicies refused them (its Sentinel never reached the others, so no failover). Restarted until
 # every node's kube-router has every node's subnet.
-kube_router_complete() {
+kube_router_lacking() {  # the kube-router pods whose set of pod subnets lacks a node's
   local cidrs pod
   cidrs="$(kubectl_ get nodes -o jsonpath='{range .items[*]}{.spec.podCIDR}{"\n"}{end}' | sort)"
   for pod in $(kubectl_ -n kube-system get pods -l k8s-app=kube-router -o name); do
     diff <(echo "$cidrs") <(kubectl_ -n kube-system exec "$pod" -c kube-router -- ipset list kube-router-pod-subnets \
-      | awk '$1 ~ /\//{print $1}' | sort) >/dev/null || return 1
+      | awk '$1 ~ /\//{print $1}' | sort) >/dev/null 2>&1 || echo "$pod"
   done
 }
 if [[ -n "$node_image" ]]; then
   kubectl_ -n kube-system rollout status daemonset/kube-router --timeout=180s >/dev/null
-  for _ in 1 2 3; do
-    kube_router_complete && break
-    echo "kube-router lacks a node's pod subnet: restarting it"
-    kubectl_ -n kube-system rollout restart daemonset/kube-router >/dev/null
-    kubectl_ -n kube-system rollout status daemonset/kube-router --timeout=180s >/dev/null
-    sleep 10
+  # Those pods deleted at once (their DaemonSet starts them again at once), not the DaemonSet rolled one node
+  # after the other: ~15 s, not ~50; a started pod fills its set within seconds, so it is asked again soon.
+  for attempt in 1 2 3 4 5 6; do
+    lacking="$(kube_router_lacking)"
+    [[ -n "$lacking" ]] || break
+    if ((attempt % 3 == 1)); then
+      echo "kube-router lacks a node's pod subnet in $(echo "$lacking" | tr '\n' ' '): starting those pods again"
+      # shellcheck disable=SC2086  # one pod name a word
+      kubectl_ -n kube-system delete $lacking --wait=false >/dev/null
+      sleep 3
+      kubectl_ -n kube-system rollout status daemonset/kube-router --timeout=180s >/dev/null
+    fi
+    sleep 5
   done
-  kube_router_complete || { echo "ERROR: kube-router still lacks a node's pod subnet" >&2; exit 1; }
+  [[ -z "$(kube_router_lacking)" ]] || { echo "ERROR: kube-router still lacks a node's pod subnet" >&2; exit 1; }
 fi
 # node_image_id NODE IMAGE : the ID Docker gives IMAGE (its config's digest) as NODE's containerd holds it, or
 # nothing. The node image has ctr, not crictl (which this asked before, so every image was loaded again on
