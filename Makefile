@@ -16,10 +16,10 @@ setup-demo:
 	bash infra/setup.sh demo
 
 # Two pytest runs side by side (tests/run-suite.sh): the tests marked slow (Spark drivers, Redis topologies,
-# timed faults) one after the other, everything else beside them; the 25 slowest tests are listed at the end.
+# timed faults) one after the other, everything else beside them, then the lint; the 25 slowest tests are
+# listed at the end.
 test: setup
-	bash tests/run-suite.sh $(ARGS)
-	$(MAKE) --no-print-directory lint
+	SPARKWIRE_LINT='$(MAKE) --no-print-directory lint' bash tests/run-suite.sh $(ARGS)
 
 # The Python package as a user installs it (infra/check-packages.sh, ~40 s): builds the sdist and the wheel,
 # twine-checks them, installs each extra (client, gateway, spark, server) from the wheel into a fresh venv

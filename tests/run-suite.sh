@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # `make test`'s pytest run: two pytest processes side by side, one per core. One runs the tests marked `slow`
 # (each starts a Spark driver or a Redis/Kafka topology and times its faults) one after the other, as they
-# would alone, so two Spark drivers never time each other; the other runs everything else. Their lines are
-# shown as they come, prefixed [slow] and [rest]; at the end the 25 slowest tests of both, each run's 8
-# slowest modules, then the failed ones with their message's first line (last, so a log cut to its tail
-# still names them), then one closing line with the counts of both. Arguments are passed to both pytest runs. (pytest-xdist's --dist loadgroup
-# was the first choice; with pytest 9 its groups are not kept together, so the split is done here.)
+# would alone, so two Spark drivers never time each other; the other runs everything else, then the lint
+# when SPARKWIRE_LINT names it. Their lines are shown as they come, prefixed [slow], [rest] and [lint]; at
+# the end the 25 slowest tests of both, each run's 8 slowest modules, then the failed ones with their
+# message's first line (last, so a log cut to its tail still names them), then one closing line with the
+# counts of both. Arguments are passed to both pytest runs. (pytest-xdist's --dist loadgroup was the first
+# choice; with pytest 9 its groups are not kept together, so the split is done here.)
 set -uo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 PYTEST="${PYTEST:-.venv/bin/pytest}"
 PYTHON="${PYTHON:-.venv/bin/python}"
 out="$(mktemp -d "${TMPDIR:-/tmp}/sparkwire-tests.XXXXXX")"
@@ -21,15 +22,30 @@ run() {
   return "${PIPESTATUS[0]}"
 }
 
+# rest_then_lint ARGS... : the run of everything else, then SPARKWIRE_LINT when set (make test sets it to
+# `make lint`: ruff and mypy, ~30 s): after the shorter run, beside the slow run's last tests, not after both.
+rest_then_lint() {
+  local status=0
+  run rest 1 -m "not slow" "$@" || status=$?
+  if [[ -n "${SPARKWIRE_LINT:-}" ]]; then
+    bash -c "$SPARKWIRE_LINT" 2>&1 | sed -u 's/^/[lint] /'
+    lint_status="${PIPESTATUS[0]}"
+    echo "$lint_status" > "$out/lint.status"
+    ((lint_status == 0)) || status=$lint_status
+  fi
+  return "$status"
+}
+
 start="$(cut -d. -f1 /proc/uptime)"
 run slow 0 -m slow "$@" &
 slow_pid=$!
-run rest 1 -m "not slow" "$@" &
+rest_then_lint "$@" &
 rest_pid=$!
 wait "$slow_pid"; slow_status=$?
 wait "$rest_pid"; rest_status=$?
 
-"$PYTHON" - "$out/slow.xml" "$out/rest.xml" "$(($(cut -d. -f1 /proc/uptime) - start))" <<'PY'
+elapsed="$(($(cut -d. -f1 /proc/uptime) - start))"
+"$PYTHON" - "$out/slow.xml" "$out/rest.xml" "$elapsed" "$(cat "$out/lint.status" 2>/dev/null)" <<'PY'
 import sys
 import xml.etree.ElementTree as ET
 
@@ -74,6 +90,8 @@ if failed:
     print("\nfailed:")
     for line in failed:
         print(f"  {line}")
+if sys.argv[4]:  # the lint ran (its lines are above, prefixed [lint])
+    print(f"\nlint (ruff, mypy): {'passed' if sys.argv[4] == '0' else 'FAILED, exit ' + sys.argv[4]}")
 print(f"\nboth pytest runs in {sys.argv[3]} s")
 print(f"{totals['passed']} passed, {totals['failed']} failed, {totals['skipped']} skipped")
 PY
