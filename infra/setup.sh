@@ -38,9 +38,11 @@ step_venv() {
     echo "up to date"; return
   fi
   [[ -x .venv/bin/python ]] || "$PYTHON" -m venv .venv
-  # pip >= 25.1 reads dependency groups (--group, PEP 735): the dev tools are a group, not an extra.
+  # pip >= 25.1 reads dependency groups (--group, PEP 735): the dev tools are a group, not an extra. No
+  # bytecode compiled here: Python compiles a module when it is first imported, and most of the ~40 packages'
+  # modules never are (61 -> 43 s here).
   .venv/bin/python -m pip install --upgrade pip
-  .venv/bin/python -m pip install -c constraints.txt -e '.[server]' --group dev -e ./harness
+  .venv/bin/python -m pip install --no-compile -c constraints.txt -e '.[server]' --group dev -e ./harness
   stamp venv "$fp"
 }
 
