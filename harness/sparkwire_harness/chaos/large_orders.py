@@ -42,9 +42,14 @@ THRESHOLD = Decimal("500")  # amounts are uniform over 1..1000: about half the o
 # Spark's checkpoint interval in real-time mode: a driver kill lands inside a batch, whose rows Spark sends
 # again from the batch's start, and the relay must refuse them.
 REALTIME_BATCH = "30 seconds"
-# Its own SIGKILL once this many entries are in its log (rows flowing in a real-time batch), beside the run's
-# driver kills: a short run's scheduled ones can all land while its driver is still starting, before any batch.
-MID_BATCH_KILL_AT_SEQ = 20
+# Its own SIGKILL in the middle of a real-time batch, beside the run's driver kills (a short run's scheduled
+# ones can all land while its driver is still starting, before any batch): once this many rows of the batch
+# are in its log, between these seconds after the last batch's commit, so that the batch is neither starting
+# nor about to commit. A kill at a fixed count of entries landed once just after a commit: Spark had nothing
+# of the new batch to send again, and the run showed no refused row.
+ROWS_INTO_BATCH = 10
+CHECKPOINT = "checkpoint-large-orders"  # in the run's folder
+INSIDE_BATCH_S = (5.0, 20.0)
 CLIENT_KINDS = ("steady", "cursor", "session", "cursor")
 CLIENTS_PROCESS = "clients-large-orders"
 
@@ -64,7 +69,7 @@ class SupervisedLargeOrders(SupervisedAggregator):
         return {**redis_env, **topology.spark_scratch(),
                 "LARGE_ORDERS_BOOTSTRAP_SERVERS": topology.kafka.spark_bootstrap, "LARGE_ORDERS_TOPIC": ORDERS,
                 "LARGE_ORDERS_STREAM": LARGE_ORDERS, "LARGE_ORDERS_REDIS_URL": redis_url,
-                "LARGE_ORDERS_CHECKPOINT": str(topology.workdir / "checkpoint-large-orders"),
+                "LARGE_ORDERS_CHECKPOINT": str(topology.workdir / CHECKPOINT),
                 "LARGE_ORDERS_THRESHOLD": str(THRESHOLD), "LARGE_ORDERS_REALTIME_BATCH": REALTIME_BATCH,
                 # A replica must hold each commit (WAIT), as the aggregator's: a failover loses no tail then.
                 "LARGE_ORDERS_REPLICAS": redis_env.get("SPARKWIRE_REDIS_REPLICAS", "0")}
@@ -132,17 +137,25 @@ class LargeOrdersSide:
 
     def _kill_mid_batch(self) -> None:
         reader = ReplayLogReader(self.topology.redis_client(), LARGE_ORDERS)
+        commits = self.topology.workdir / CHECKPOINT / "commits"  # Spark's: one file per batch
+        batch_start: tuple[int, int] | None = None  # (the last committed batch, the log's seq when first seen)
         while not self._stop.wait(0.5):
             try:
+                committed = max((int(p.name) for p in commits.iterdir() if p.name.isdigit()), default=None)
+                since_commit = time.time() - (commits / str(committed)).stat().st_mtime if committed is not None else 0
                 seq = reader.meta().last_seq
-            except Exception:  # Redis failing over: asked again
+            except Exception:  # Redis failing over, the checkpoint being written: asked again
                 continue
-            if seq >= MID_BATCH_KILL_AT_SEQ:
-                self._stop.wait(3.0)  # a few more rows into the batch, which Spark sends again after the kill
-                if not self._stop.is_set():
-                    self.driver.kill()
-                    print(f"[chaos] large-orders: its driver SIGKILLed in a real-time batch (the log at seq {seq}); "
-                          "restarted on its checkpoint", flush=True)
+            if committed is None or not INSIDE_BATCH_S[0] <= since_commit <= INSIDE_BATCH_S[1]:
+                batch_start = None
+                continue
+            if batch_start is None or batch_start[0] != committed:
+                batch_start = (committed, seq)
+            elif seq >= batch_start[1] + ROWS_INTO_BATCH:
+                self.driver.kill()
+                print(f"[chaos] large-orders: its driver SIGKILLed in a real-time batch ({since_commit:.0f} s after "
+                      f"batch {committed}'s commit, {seq - batch_start[1]} rows of the next in the log, at seq {seq}); "
+                      "restarted on its checkpoint", flush=True)
                 return
 
     @property
