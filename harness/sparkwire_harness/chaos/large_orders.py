@@ -43,11 +43,13 @@ THRESHOLD = Decimal("500")  # amounts are uniform over 1..1000: about half the o
 # again from the batch's start, and the relay must refuse them.
 REALTIME_BATCH = "30 seconds"
 # Its own SIGKILL in the middle of a real-time batch, beside the run's driver kills (a short run's scheduled
-# ones can all land while its driver is still starting, before any batch): once this many rows of the batch
-# are in its log, between these seconds after the last batch's commit, so that the batch is neither starting
-# nor about to commit. A kill at a fixed count of entries landed once just after a commit: Spark had nothing
-# of the new batch to send again, and the run showed no refused row.
+# ones can all land while its driver is still starting, before any batch): once this many rows of a batch are
+# in its log, and, after the first batch, between these seconds after the last batch's commit, so that the
+# batch is neither starting nor about to commit. A kill at a fixed count of entries landed once just after a
+# commit, and one that waited for a first commit came too late once, every order already in: Spark had
+# nothing to send again, and the run showed no refused row.
 ROWS_INTO_BATCH = 10
+INSIDE_BATCH_S = (5.0, 20.0)
 CHECKPOINT = "checkpoint-large-orders"  # in the run's folder
 INSIDE_BATCH_S = (5.0, 20.0)
 CLIENT_KINDS = ("steady", "cursor", "session", "cursor")
@@ -141,21 +143,25 @@ class LargeOrdersSide:
         batch_start: tuple[int, int] | None = None  # (the last committed batch, the log's seq when first seen)
         while not self._stop.wait(0.5):
             try:
-                committed = max((int(p.name) for p in commits.iterdir() if p.name.isdigit()), default=None)
-                since_commit = time.time() - (commits / str(committed)).stat().st_mtime if committed is not None else 0
+                done = [int(p.name) for p in commits.iterdir() if p.name.isdigit()] if commits.is_dir() else []
+                committed = max(done, default=-1)  # -1: the first batch still running
+                since_commit = time.time() - (commits / str(committed)).stat().st_mtime if done else 0.0
                 seq = reader.meta().last_seq
             except Exception:  # Redis failing over, the checkpoint being written: asked again
                 continue
-            if committed is None or not INSIDE_BATCH_S[0] <= since_commit <= INSIDE_BATCH_S[1]:
+            if committed == -1:
+                batch_start = (-1, 0)  # every row in the log is one of the first batch's
+            elif not INSIDE_BATCH_S[0] <= since_commit <= INSIDE_BATCH_S[1]:
                 batch_start = None
                 continue
-            if batch_start is None or batch_start[0] != committed:
+            elif batch_start is None or batch_start[0] != committed:
                 batch_start = (committed, seq)
-            elif seq >= batch_start[1] + ROWS_INTO_BATCH:
+            if seq >= batch_start[1] + ROWS_INTO_BATCH:
                 self.driver.kill()
-                print(f"[chaos] large-orders: its driver SIGKILLed in a real-time batch ({since_commit:.0f} s after "
-                      f"batch {committed}'s commit, {seq - batch_start[1]} rows of the next in the log, at seq {seq}); "
-                      "restarted on its checkpoint", flush=True)
+                when = "its first" if committed == -1 else f"{since_commit:.0f} s after batch {committed}'s commit"
+                print(f"[chaos] large-orders: its driver SIGKILLed in a real-time batch ({when}; "
+                      f"{seq - batch_start[1]} of its rows in the log, at seq {seq}); restarted on its checkpoint",
+                      flush=True)
                 return
 
     @property
