@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import random
 
-import pytest
 import redis as redis_lib
 
 from sparkwire.client import StreamClient
@@ -15,8 +14,6 @@ from sparkwire_harness.e2e.fault_loop import FaultLoop
 from sparkwire_harness.stack import Committer
 
 from .conftest import Cluster, kill_and_restart_one, run_clients
-
-pytestmark = pytest.mark.slow
 
 CLIENTS = 200
 
@@ -46,9 +43,10 @@ def test_gateways_killed_every_few_seconds_lose_and_repeat_nothing(
     rng = random.Random(7)
     faults = FaultLoop(lambda: kill_and_restart_one(cluster, rng), every=3.0)
 
-    clients = asyncio.run(run_clients(cluster, committer, CLIENTS, seconds=15, faults=faults))
+    clients = asyncio.run(run_clients(cluster, committer, CLIENTS, seconds=20, faults=faults))
 
-    assert faults.count >= 3, cluster.events  # each fault waits for the restarted pod: fewer on a busy machine
+    # Each fault waits for the restarted gateway: on a busy machine a fault every ~7 s, not every 3.
+    assert faults.count >= 2, cluster.events
     assert_exactly_once(cluster, clients)
     assert sum(c.stats().reconnects for c in clients) > 0, "the kills must have cut connections"
     # What clients reported in their acks (stored in their sessions) is what they saw: nothing.
