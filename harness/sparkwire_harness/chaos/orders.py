@@ -170,10 +170,13 @@ class OrdersSide:
         while time.monotonic() < deadline and (any(c.client.applied[-1:] != log[-1:] for c in self.clients)
                                                or any(f.background.last_seq < head for f in self.filtered)):
             time.sleep(0.5)
+        late = time.monotonic() >= deadline
         found, problems = delivered_revisions(entries)
         wrong = problems + differences(found, expected_revisions(orders, batches, WINDOW_MS, SLIDE_MS))
         lines = [f"orders: {len(orders)} orders, {len(entries)} revisions in the log over {len(batches)} batches, "
                  f"{len(wrong)} wrong (epoch {reader.meta().epoch}, driver exits {len(self.driver.exits)})"]
+        if late:
+            lines.append(f"orders: gave up waiting after {timeout:.0f}s for every client to hold seq {head}")
         lines += [f"orders problem: {line}" for line in wrong[:10]]
         clients_ok = True
         for index, background in enumerate(self.clients):

@@ -87,9 +87,9 @@ class Kube:
         raise AssertionError(f"no running driver and executor within {timeout}s: pods {pods}, "
                              f"application status {self.spark_application().get('status', {})}")
 
-    def spark_application(self) -> dict[str, Any]:
+    def spark_application(self, application: str = AGGREGATOR_APP) -> dict[str, Any]:
         app = self.custom.get_namespaced_custom_object(
-            "sparkoperator.k8s.io", "v1beta2", NAMESPACE, "sparkapplications", AGGREGATOR_APP)
+            "sparkoperator.k8s.io", "v1beta2", NAMESPACE, "sparkapplications", application)
         assert isinstance(app, dict), app
         return app
 

@@ -35,6 +35,10 @@ LATE_EVENTS = Counter(
 
 
 class WindowClosingSink(ReplayLogSink):
+    # Its rebuild publishes the windows its state files have closed, which its first batch reads; its
+    # heartbeat source runs that batch within a second of the start, so a lost log is rebuilt there.
+    rebuild_before_start = False
+
     def __init__(self, *args: Any, states: WindowStateFiles, idle_ms: int | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.states = states

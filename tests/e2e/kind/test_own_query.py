@@ -40,6 +40,9 @@ from sparkwire_harness.kind.tools import Tools
 WINDOW_MS, SLIDE_MS = 10_000, 5_000
 RATE, SECONDS = 20.0, 60
 THRESHOLD = "500"
+# A driver's log lines that tell what it did, for a failure message.
+TELLING = ('"warning"', '"error"', '"session_started"', '"query_started"', '"query_terminated"', '"rebuild',
+           '"log_lost', "Exception", " ERROR ")
 
 
 def feed_job(name: str) -> dict[str, object]:
@@ -120,9 +123,20 @@ def test_own_query_orders_job_on_kind_through_a_driver_kill_and_a_lost_log(
     expected_feed = expected_fields(records, Decimal(THRESHOLD))
 
     def drivers_log(job: str) -> str:
-        """The last lines of the job's running driver, for a failure message."""
-        return "\n".join(f"--- {name(pod)}:\n" + kube.core.read_namespaced_pod_log(name(pod), NAMESPACE, tail_lines=40)
-                         for pod in kube.running(driver_selector(job)))
+        """Why a job committed nothing, for a failure message: its application's attempts, and each driver's
+        restarts, batches and the lines that tell (Spark turns to WARN once started: an idle driver's log
+        ends with its start)."""
+        status = kube.spark_application(f"{FULLNAME}-job-{job}").get("status", {})
+        parts = [f"--- application {job}: {status.get('applicationState')}, execution attempts "
+                 f"{status.get('executionAttempts')}, last submitted {status.get('lastSubmissionAttemptTime')}"]
+        for pod in kube.pods(driver_selector(job)):
+            restarts = sum(c.restart_count for c in pod.status.container_statuses or [])
+            lines = kube.core.read_namespaced_pod_log(name(pod), NAMESPACE, tail_lines=3000).splitlines()
+            batches = [line for line in lines if '"query_progress"' in line]
+            telling = [line[:400] for line in lines if any(mark in line for mark in TELLING)]
+            parts.append(f"--- {name(pod)} ({pod.status.phase}, started {pod.status.start_time}, {restarts} "
+                         f"restarts, {len(batches)} batches): " + "\n".join(telling[-25:]))
+        return "\n".join(parts)
 
     async def caught_up(client: StreamClient, name: str, deadline: float) -> None:
         log = redis_link.log(name)

@@ -121,6 +121,27 @@ def test_a_driver_starting_on_a_checkpoint_with_batches_and_no_log_rebuilds_firs
     assert rebuilder.calls == [7] and writer.calls[-1] == ("q", 7, "e1")
 
 
+def test_a_driver_starting_on_a_lost_log_rebuilds_it_before_any_batch_comes() -> None:
+    writer = FakeWriter()
+    sink, rebuilder = make_sink(writer)
+    sink.rebuild_if_lost(object(), -1)  # a new checkpoint: nothing was lost
+    assert rebuilder.calls == [] and writer.epoch == ""
+    sink.rebuild_if_lost(object(), 6)  # a restart after batch 6 with no epoch: lost while the driver was down
+    assert rebuilder.calls == [7] and writer.calls == [("rebuild:q", 6, "e1")]
+    sink(Batch(), 7)  # the next batch is fenced on the rebuilt epoch, not rebuilt again
+    assert rebuilder.calls == [7] and writer.calls[-1] == ("q", 7, "e1")
+
+
+def test_a_driver_starting_on_a_log_that_is_there_leaves_it_to_its_first_batch() -> None:
+    writer = FakeWriter()
+    sink, _ = make_sink(writer)
+    sink(Batch(), 0)
+    restarted, rebuilder = make_sink(writer)
+    restarted.rebuild_if_lost(object(), 0)
+    restarted(Batch(), 1)
+    assert rebuilder.calls == [] and writer.calls == [("q", 0, "e1"), ("q", 1, "e1")]
+
+
 def test_a_fresh_stream_and_an_existing_epoch_need_no_rebuild() -> None:
     writer = FakeWriter()
     sink, rebuilder = make_sink(writer)

@@ -20,7 +20,7 @@ from sparkwire.spark import metrics
 from sparkwire.spark.delivery.faults import FaultInjector
 from sparkwire.spark.delivery.realtime import DEFAULT_REALTIME_TRIGGER, POSITION_COLUMNS, check_realtime, start_realtime
 from sparkwire.spark.delivery.sink import ReplayLogSink
-from sparkwire.spark.rebuild.checkpoint import replan_unrunnable_batch
+from sparkwire.spark.rebuild.checkpoint import last_committed, replan_unrunnable_batch
 from sparkwire.spark.rebuild.rebuilder import HistoryRebuilder
 from sparkwire.spark.results.checks import check_deliverable
 from sparkwire.spark.results.records import ResultEncoder
@@ -133,6 +133,7 @@ def start(frame: Any, sink: ReplayLogSink, spec: StreamSpec, target: Target, *, 
     """Start the checked query into its sink; returns Spark's ``StreamingQuery``. ``trigger_ms``: the
     processing-time trigger when not ``target.trigger_ms`` (0 for a source that paces itself)."""
     replan_unrunnable_batch(target.checkpoint, target.query_name or spec.stream)
+    sink.rebuild_if_lost(frame.sparkSession, last_committed(target.checkpoint))
     writer = frame.writeStream
     if target.query_name:
         writer = writer.queryName(target.query_name)

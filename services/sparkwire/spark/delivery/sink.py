@@ -129,6 +129,24 @@ class ReplayLogSink:
             return result
         raise RuntimeError(f"batch {batch_id}: the replay log was lost {_LOSS_ATTEMPTS} times while committing it")
 
+    def rebuild_if_lost(self, spark: Any, last_committed: int) -> None:
+        """Before the query starts, on a checkpoint whose commit log ends at ``last_committed`` (-1: none):
+        a stream without an epoch was lost while the driver was down, and is rebuilt now. Spark runs no
+        micro-batch after a restart until new input arrives, so the first batch's check alone
+        (``_first_epoch``) would leave a quiet stream's clients with an empty log until its next event."""
+        if last_committed < 0 or self._epoch is not None or not self.rebuild_before_start:
+            return
+        epoch, _query = self.writer.stream_epoch()
+        if epoch:
+            return  # not lost: the first batch fences on it as before
+        log.warning("replay log lost while the driver was down: rebuilt before the query starts", extra={
+            "fields": {"event": "log_lost_at_start", "lastCommittedBatch": last_committed}})
+        self._epoch = self._rebuild_in(spark, last_committed + 1)
+
+    # Whether ``rebuild_if_lost`` rebuilds before the start; a sink whose rebuild needs what its first batch
+    # reads (the metrics job's window states: its heartbeat source runs a batch at once) leaves it to that.
+    rebuild_before_start = True
+
     def _first_epoch(self, batch: Any, batch_id: int) -> str:
         """The driver's first batch: a checkpoint with batches before this one and a log without an epoch
         means the log was lost while the driver was down."""
@@ -147,6 +165,9 @@ class ReplayLogSink:
         return self._rebuild(batch, batch_id)
 
     def _rebuild(self, batch: Any, batch_id: int, lost_tail_of: str = "") -> str:
+        return self._rebuild_in(batch.sparkSession, batch_id, lost_tail_of)
+
+    def _rebuild_in(self, spark: Any, batch_id: int, lost_tail_of: str = "") -> str:
         """The history before ``batch_id`` recommitted into a new epoch; or, when it cannot be rebuilt, a new
         epoch that says so (``history_lost`` in the meta hash, an error log, a counter): never silence.
         ``lost_tail_of``: the epoch of a log that lost its tail (its entries stay, the epoch is replaced)."""
@@ -157,7 +178,7 @@ class ReplayLogSink:
                           "event": "rebuild_unavailable", "batchId": batch_id, "reason": self.rebuild_unavailable}})
             epoch = self.writer.mark_rebuild(int(time.time() * 1000), 0, lost_tail_of=lost_tail_of)
         else:
-            epoch = self.rebuilder(batch.sparkSession, self.writer, batch_id, lost_tail_of).epoch
+            epoch = self.rebuilder(spark, self.writer, batch_id, lost_tail_of).epoch
         if self.descriptor:
             self.writer.put_descriptor(self.descriptor)
         return epoch

@@ -82,6 +82,11 @@ def _batch_ids(directory: Path) -> list[int]:
     return sorted(int(p.name) for p in directory.iterdir() if p.name.isdigit())
 
 
+def last_committed(checkpoint: str | Path) -> int:
+    """The last batch of a checkpoint's commit log; -1 when it has none (a new query)."""
+    return (_batch_ids(Path(checkpoint) / "commits") or [-1])[-1]
+
+
 def read_history(checkpoint: str | Path, topic: str) -> QueryHistory:
     """The query's batches from its checkpoint directory: every batch of the offsets log whose start is
     known, the one running included.
