@@ -18,12 +18,13 @@ CORE = (
     "test_kind_chaos.py::test_every_fault_in_one_run",
     "test_sse_ingress.py",
 )
-# About equal in time (a fresh-clone CI run on 2 cores: ~10 min each with the core tests): the replicated
-# Redis's switch, two failovers and a lost node; a team's query and the real-time feed as chart jobs, a drain
-# and the NetworkPolicies; skaffold, the rollouts, a helm upgrade and a fresh install.
+# About equal in time (fresh-clone CI runs on 2 cores: ~6-8 min each with the core tests): the replicated
+# Redis's switch, two failovers and a lost node, and the NetworkPolicies; a team's query and the real-time
+# feed as chart jobs (~5 min with its helm upgrade) and a drain; skaffold, the rollouts, a helm upgrade and a
+# fresh install.
 SHARES = (
-    ("test_replicated_redis.py",),
-    ("test_own_query.py", "test_drain.py", "test_network_policy.py"),
+    ("test_replicated_redis.py", "test_network_policy.py"),
+    ("test_own_query.py", "test_drain.py"),
     ("test_skaffold.py", "test_kind_chaos.py::test_rolling_restart_of_the_gateways",
      "test_kind_chaos.py::test_helm_upgrade_under_load", "test_helm_install.py"),
 )
