@@ -15,9 +15,8 @@ setup:
 setup-demo:
 	bash infra/setup.sh demo
 
-# Two pytest runs side by side (tests/run-suite.sh): the tests marked slow (Spark drivers, Redis topologies,
-# timed faults) one after the other, everything else beside them, then the lint; the 25 slowest tests are
-# listed at the end.
+# Three lanes of pytest runs side by side (tests/run-suite.sh): the Spark tests in two of them, the rest in
+# the third, then the lint; the 25 slowest tests are listed at the end.
 test: setup
 	SPARKWIRE_LINT='$(MAKE) --no-print-directory lint' bash tests/run-suite.sh $(ARGS)
 

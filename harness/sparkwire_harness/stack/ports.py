@@ -16,7 +16,7 @@ _handed_out: set[int] = set()
 _lock = threading.Lock()
 
 # Between processes the race stays when they draw from one pool, as the OS's ephemeral range is: `make test`
-# runs two pytest processes side by side (tests/run-suite.sh) that start servers at the same time. So each
+# runs three pytest processes side by side (tests/run-suite.sh) that start servers at the same time. So each
 # draws from a block of its own, below Linux's ephemeral range (32768-60999), where no outgoing connection's
 # local port lands either: SPARKWIRE_PORT_BLOCK names it (0-3), else a pytest-xdist worker's number does; a
 # process with neither (a single pytest run, the demo, chaos) uses the first block.

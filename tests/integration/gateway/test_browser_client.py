@@ -398,7 +398,9 @@ def test_scripted_without_a_refresh_hook_an_expired_token_is_terminal(browser: B
 
 
 def test_scripted_a_silent_server_is_left_and_the_client_resumes(browser: Browser, console: list[str]) -> None:
-    page = scripted_page(browser, console, silenceTimeoutMs=400, initialDelayMs=10, maxDelayMs=10)
+    # 2 s of silence, not less: the timer runs from the socket's open, and on a loaded machine the test's own
+    # round trip to deliver the welcome took over 400 ms once, so the client left before it (no cursor).
+    page = scripted_page(browser, console, silenceTimeoutMs=2_000, initialDelayMs=10, maxDelayMs=10)
     socket_opened(page, 0)
     deliver(page, 0, welcome_frame(recovered=True), entries_frame(1, 2))
     # Then nothing: a paused pod whose TCP connection stays open.
