@@ -29,6 +29,7 @@ import shlex
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,11 +48,14 @@ from _common import (
 )
 from _loadgen import GoLoadGen
 from _sbs_measure import Outcome
+from confluent_kafka import Consumer
 from playwright.sync_api import sync_playwright
 
 from sparkwire.client.background import BackgroundClient
 from sparkwire.protocol.server_frames import ReceivedEntry
 from sparkwire.replaylog import ReplayLogReader
+from sparkwire.spark.delivery.relay import relay_row, relay_topic
+from sparkwire.spark.stream import ID_FIELD
 from sparkwire_harness.stack import GatewayProcess, KafkaBroker, ManagedProcess, RedisServer
 
 SECTION = "realtime_latency"
@@ -76,6 +80,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 class Measured:
     mode: str
     sent_to_commit: list[int] = field(default_factory=list)
+    sent_to_relay: list[int] = field(default_factory=list)  # real-time mode: out of Spark, into the relay topic
+    relay_to_commit: list[int] = field(default_factory=list)
     commit_to_client: list[int] = field(default_factory=list)
     commit_to_page: list[int] = field(default_factory=list)
     sent_to_client: list[int] = field(default_factory=list)
@@ -99,6 +105,31 @@ def _producer(workdir: Path, kafka: KafkaBroker, topic: str, rate: float, second
         "--topic", topic, "--rate", str(rate), "--duration-ms", str(round(seconds * 1000)), "--seed", str(seed),
         "--orders-file", str(workdir / f"{name}.jsonl")],
         workdir)  # fmt: skip
+
+
+def relay_times(kafka: KafkaBroker, stream: str, idle_s: float = 3.0) -> dict[str, int]:
+    """Each relayed row's record time in the relay topic (``CreateTime``: when Spark's Kafka sink sent it) by the
+    entry id the relay gives it (``<topic>/<partition>/<offset>``), read from the topic's start by a consumer of
+    its own once the run is over."""
+    consumer = Consumer({"bootstrap.servers": kafka.bootstrap, "group.id": f"bench-{uuid.uuid4().hex}",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe([relay_topic(stream)])
+    times: dict[str, int] = {}
+    try:
+        quiet_until = time.monotonic() + 30  # the first poll joins the group
+        while time.monotonic() < quiet_until:
+            message = consumer.poll(0.5)
+            if message is None or message.error():
+                continue
+            quiet_until = time.monotonic() + idle_s
+            try:
+                row = relay_row(message.value())
+            except ValueError:
+                continue
+            times[f"{row.source}/{row.offset}" + (f"#{row.index}" if row.index else "")] = message.timestamp()[1]
+    finally:
+        consumer.close()
+    return times
 
 
 def _run_to_end(process: ManagedProcess) -> None:
@@ -156,6 +187,7 @@ def measure_mode(mode: str, args: argparse.Namespace, workdir: Path, kafka: Kafk
         client.stop()
     finally:
         job.stop(timeout=30)
+    relayed = relay_times(kafka, stream) if mode == "realtime" else {}
     seqs = [entry.seq for entry, _ in received]
     measured.client_problems = len(seqs) - len(set(seqs)) + len(set(range(start_seq + 1, head + 1)) - set(seqs))
     for entry, received_ms in received:
@@ -164,6 +196,10 @@ def measure_mode(mode: str, args: argparse.Namespace, workdir: Path, kafka: Kafk
         sent = _ms(str(entry.data["orderTime"]))
         measured.entries += 1
         measured.sent_to_commit.append(entry.commit_ms - sent)
+        relayed_ms = relayed.get(str(entry.data.get(ID_FIELD)))
+        if relayed_ms is not None:
+            measured.sent_to_relay.append(relayed_ms - sent)
+            measured.relay_to_commit.append(entry.commit_ms - relayed_ms)
         measured.commit_to_client.append(received_ms - entry.commit_ms)
         measured.sent_to_client.append(received_ms - sent)
         drawn = next((ms for seq, ms in frames if seq >= entry.seq), None)
@@ -237,6 +273,9 @@ def render(*, args: argparse.Namespace, date: str, wall: float, command: str, re
     start, end = markers(SECTION)
     rows = []
     for name, attribute in (("order sent → committed (Kafka, Spark, the commit)", "sent_to_commit"),
+                            ("· order sent → out of Spark (the relay topic's record time)", "sent_to_relay"),
+                            ("· out of Spark → committed (the relay topic, the relay, the commit)",
+                             "relay_to_commit"),
                             ("committed → `StreamClient` received", "commit_to_client"),
                             ("committed → drawn on the page", "commit_to_page"),
                             ("order sent → `StreamClient` received", "sent_to_client"),

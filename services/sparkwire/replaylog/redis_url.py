@@ -40,6 +40,8 @@ import redis.sentinel as sync_sentinel
 from redis.backoff import NoBackoff
 from redis.exceptions import ResponseError
 
+from sparkwire.replaylog.packing import pack_with_hiredis
+
 __all__ = ["ADDRESS_MAP_ENV", "FailoverFollower", "SentinelAddress", "connect", "connect_async", "is_sentinel_url",
            "parse_address_map", "parse_sentinel_url"]
 
@@ -307,13 +309,14 @@ def connect_async(url: str, *, max_connections: int, address_map: Mapping[Addres
     a sentinel-managed one that behaves alike for a Sentinel URL. The client owns (and closes) its pool."""
     if not is_sentinel_url(url):
         pool = redis_async.BlockingConnectionPool.from_url(url, max_connections=max_connections, **kwargs)
-        return redis_async.Redis.from_pool(pool)
+        return redis_async.Redis.from_pool(pack_with_hiredis(pool))
     address = parse_sentinel_url(url)
     sentinel = _MappedAsyncSentinel(address.sentinels, _address_map() if address_map is None else address_map,
                                     sentinel_kwargs=_sentinel_kwargs(kwargs, async_retry.Retry(NoBackoff(), 0)))
     client: redis_async.Redis = sentinel.master_for(
         address.master_name, connection_pool_class=_BlockingSentinelPool, max_connections=max_connections,
         connection_class=_AsyncFollowingConnection, **{**kwargs, **address.client_kwargs()})
+    pack_with_hiredis(client.connection_pool)
     return client
 
 

@@ -9,8 +9,8 @@ after it, so nothing committed between the two can be missed. The decision itsel
 from __future__ import annotations
 
 import asyncio
+import secrets
 import time
-import uuid
 from dataclasses import dataclass
 
 from sparkwire.gateway import metrics
@@ -79,7 +79,9 @@ async def admit(socket: FrameSocket, stream: str, sessions: SessionStore,
         owner, stored = await sessions.lookup(hello.session, stream)
         if owner == subject:
             return Admission(hello, grant, hello.session, stored, view)
-    return Admission(hello, grant, uuid.uuid4().hex, None, view)
+    # 128 random bits as 32 hex digits (as ``uuid4().hex`` was, without its version bits and object: ~2 % of
+    # a handshake's CPU when thousands connect at once).
+    return Admission(hello, grant, secrets.token_hex(16), None, view)
 
 
 async def start(socket: FrameSocket, transport: Transport, hub: StreamHub, sessions: SessionStore,

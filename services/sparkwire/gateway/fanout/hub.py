@@ -94,7 +94,11 @@ class StreamHub:
 
     def ring_after(self, seq: int, limit: int) -> list[LiveEntry] | None:
         """Up to ``limit`` ring entries after ``seq``, or None when the ring does not start at ``seq + 1``
-        or earlier (the caller must read Redis)."""
+        or earlier (the caller must read Redis). At or past the head this pod has read, none: every later
+        entry reaches a subscription made before this call live, as the hub reads it — a client joining a
+        quiet stream (the ring empty since the pod started) costs no read of the log."""
+        if self.started.is_set() and seq >= self.head_seq:
+            return []
         if not self.ring or self.ring[0].entry.seq > seq + 1:
             return None
         start = seq + 1 - self.ring[0].entry.seq

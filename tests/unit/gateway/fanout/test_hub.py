@@ -1,11 +1,15 @@
 from __future__ import annotations
 
+import asyncio
 import json
 
-from sparkwire.gateway.fanout.hub import LiveBatch, LiveEntry
+import pytest
+
+from sparkwire.gateway.fanout.hub import LiveBatch, LiveEntry, StreamHub
 from sparkwire.gateway.transport.contract import serialize_text_frames
 from sparkwire.protocol.server_frames import encode_entry, pack_entries
-from sparkwire.replaylog.model import Entry
+from sparkwire.replaylog.memory import MemoryStreamLog
+from sparkwire.replaylog.model import Entry, Record
 
 
 def live(seq: int) -> LiveEntry:
@@ -38,3 +42,36 @@ def test_a_batch_serializes_its_frames_once_as_websocket_frames() -> None:
     assert batch.wire("e1", 512) is data
     frames = batch.frames("e1", 512)
     assert data == b"".join(serialize_text_frames([frame]) for frame in frames)
+
+
+@pytest.mark.timeout(30)
+def test_the_ring_answers_at_the_head_without_the_log_even_empty_and_only_once_following() -> None:
+    """A client joining a quiet stream (nothing read since the pod started: the ring is empty) needs no read of
+    the log: every later entry reaches its subscription live. Behind the head, an empty ring still sends the
+    caller to the log; before the hub follows, so does the head."""
+    async def scenario() -> tuple[list[LiveEntry] | None, ...]:
+        log = MemoryStreamLog()
+        await log.commit([Record(f"r{n}", "k", json.dumps({"n": n})) for n in range(3)])
+        hub = StreamHub(log, "s", ring_size=16, block_ms=50)
+        before = hub.ring_after(3, 10)
+        task = asyncio.create_task(hub.run())
+        try:
+            await asyncio.wait_for(hub.started.wait(), 5)
+            at_head, behind = hub.ring_after(3, 10), hub.ring_after(2, 10)
+            subscription = hub.subscribe()
+            await log.commit([Record("r3", "k", json.dumps({"n": 3}))])
+            for _ in range(200):
+                if hub.head_seq == 4:
+                    break
+                await asyncio.sleep(0.01)
+            live_seqs = [item.entry.seq for batch in subscription.take() for item in batch]
+            return before, at_head, behind, hub.ring_after(3, 10), live_seqs  # type: ignore[return-value]
+        finally:
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
+    before, at_head, behind, after_one, live_seqs = asyncio.run(scenario())
+    assert before is None  # the hub not following yet: its head is not a position it read
+    assert at_head == [] and behind is None
+    assert [item.entry.seq for item in after_one or []] == [4] and live_seqs == [4]
