@@ -18,7 +18,7 @@ from sparkwire.gateway.auth.tokens import Grant, verify_token
 from sparkwire.gateway.connection.ending import Close
 from sparkwire.gateway.fanout.hub import StreamHub
 from sparkwire.gateway.recovery.continuity import verify_resume
-from sparkwire.gateway.recovery.start_plan import StartPlan, decide_start, fit_view
+from sparkwire.gateway.recovery.start_plan import NO_POSITION, StartPlan, decide_start, fit_view
 from sparkwire.gateway.settings import ConnectionSettings
 from sparkwire.gateway.store.session_store import SessionPosition, SessionStore
 from sparkwire.gateway.transport.contract import FrameSocket, Transport, payload, serialize_text_frames
@@ -26,6 +26,7 @@ from sparkwire.protocol.client_frames import Hello, ProtocolError, parse_client_
 from sparkwire.protocol.close_codes import CloseCode
 from sparkwire.protocol.scope import ScopeViolation, View, make_view
 from sparkwire.protocol.server_frames import Welcome, encode_welcome
+from sparkwire.replaylog.model import Snapshot
 
 # A cursor of the stream's epoch, a little ahead of the log this pod reads: in a Redis failover the pods move
 # to the new primary one poll apart, and the writer publishes again a batch the old primary had published
@@ -89,6 +90,14 @@ async def start(socket: FrameSocket, transport: Transport, hub: StreamHub, sessi
     """Mark the session connected, send the welcome, and the snapshot when the client cannot resume."""
     if admission.view is not None:  # the stream's mode (removals in update mode) known before its feed starts
         await hub.views_ready()
+    if admission.hello.cursor is None and admission.stored is None:
+        # Nothing to resume (a first connection): a snapshot, whose own epoch and seq the welcome carries, so
+        # no read of the stream's meta (one Redis read per two handshakes when thousands connect at once).
+        await sessions.connected(admission.session_id, hub.stream, admission.subject)
+        snapshot, frames = await _snapshot(hub, settings, admission, NO_POSITION)
+        await _send(socket, transport, [_welcome(hub, settings, admission, snapshot.epoch, snapshot.seq,
+                                                 NO_POSITION), *frames])
+        return Start(snapshot.epoch, snapshot.seq)
     meta = await hub.meta()
     # Used even with a cursor: its counts are the baseline of the cumulative ones the acks carry.
     stored = admission.stored
@@ -107,22 +116,32 @@ async def start(socket: FrameSocket, transport: Transport, hub: StreamHub, sessi
     plan = fit_view(plan, position_view, admission.view)
     plan = await _verify(hub, plan, admission)
     await sessions.connected(admission.session_id, hub.stream, admission.subject)
-    ack_every, ack_interval_ms = settings.ack_policy(len(hub.subscriptions))
-    welcome = encode_welcome(Welcome(
-        session=admission.session_id, epoch=meta.epoch, head_seq=meta.last_seq, recovered=plan.recovered,
-        reset=None if plan.reset == "none" else plan.reset, ack_every=ack_every, ack_interval_ms=ack_interval_ms,
-        view=None if admission.view is None else admission.view.id,
-    ))
+    welcome = _welcome(hub, settings, admission, meta.epoch, meta.last_seq, plan)
     if plan.after_seq is not None:
         await _send(socket, transport, [welcome])
         return Start(meta.epoch, plan.after_seq)
-    metrics.RESETS.labels(stream=hub.stream, reason=plan.reset).inc()
-    if admission.view is None:
-        snapshot, frames = await hub.snapshot(settings.max_server_frame_bytes)
-    else:
-        snapshot, frames = await hub.view_snapshot(admission.view, settings.max_server_frame_bytes)
+    snapshot, frames = await _snapshot(hub, settings, admission, plan)
     await _send(socket, transport, [welcome, *frames])
     return Start(snapshot.epoch, snapshot.seq)
+
+
+def _welcome(hub: StreamHub, settings: ConnectionSettings, admission: Admission, epoch: str, head_seq: int,
+             plan: StartPlan) -> str:
+    ack_every, ack_interval_ms = settings.ack_policy(len(hub.subscriptions))
+    return encode_welcome(Welcome(
+        session=admission.session_id, epoch=epoch, head_seq=head_seq, recovered=plan.recovered,
+        reset=None if plan.reset == "none" else plan.reset, ack_every=ack_every, ack_interval_ms=ack_interval_ms,
+        view=None if admission.view is None else admission.view.id,
+    ))
+
+
+async def _snapshot(hub: StreamHub, settings: ConnectionSettings, admission: Admission,
+                    plan: StartPlan) -> tuple[Snapshot, list[str]]:
+    """The snapshot a connection starts from (filtered by its view), counted by why it gets one."""
+    metrics.RESETS.labels(stream=hub.stream, reason=plan.reset).inc()
+    if admission.view is None:
+        return await hub.snapshot(settings.max_server_frame_bytes)
+    return await hub.view_snapshot(admission.view, settings.max_server_frame_bytes)
 
 
 async def _verify(hub: StreamHub, plan: StartPlan, admission: Admission) -> StartPlan:

@@ -36,6 +36,10 @@ def _snapshot(reason: ResetReason, position_from: Literal["cursor", "session", "
     return StartPlan(mode="snapshot", after_seq=None, reset=reason, position_from=position_from)
 
 
+# A client with no position (no cursor, no session): a snapshot, whatever the stream's meta.
+NO_POSITION = _snapshot("no_position", "none")
+
+
 def decide_start(
     cursor: Cursor | None, session_seq: int | None, meta: StreamMeta, *, session_epoch: str | None = None
 ) -> StartPlan:
@@ -51,7 +55,7 @@ def decide_start(
     elif session_seq is not None:
         position, src = Cursor(meta.epoch if session_epoch is None else session_epoch, session_seq), "session"
     else:
-        return _snapshot("no_position", "none")
+        return NO_POSITION
     # Seq 0 means "applied nothing": it holds in any epoch, even one created after the client connected
     # to an empty stream (epoch "").
     if position.seq > 0 and position.epoch != meta.epoch:

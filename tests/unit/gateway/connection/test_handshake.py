@@ -25,7 +25,7 @@ from sparkwire.protocol import (
     parse_server_frame,
 )
 from sparkwire.replaylog.memory import MemorySessionRecords
-from sparkwire.replaylog.model import Snapshot
+from sparkwire.replaylog.model import Snapshot, StreamMeta
 from sparkwire.replaylog.port import SessionPosition
 
 from ..connection_fakes import STREAM, FakeSocket, FakeWire, hub_with, settings
@@ -155,3 +155,33 @@ def test_handshakes_that_ask_together_share_one_snapshot_read() -> None:
 
     afters, reads = asyncio.run(run())
     assert afters == [12] * 4 and reads == 1
+
+
+def test_a_first_connection_reads_no_meta_its_welcome_carries_the_snapshots_position() -> None:
+    """A client with no cursor and no session gets a snapshot whatever the meta says: its welcome's epoch and
+    head are the snapshot's, and the meta is not read (one Redis read per handshake or two, at thousands of
+    connections). A client with a cursor still reads it (what it resumes against)."""
+    async def run() -> tuple[FakeSocket, int, int, int]:
+        hub = await hub_with(12)
+        meta_reads = 0
+        read = hub.meta
+
+        async def counted() -> StreamMeta:
+            nonlocal meta_reads
+            meta_reads += 1
+            return await read()
+
+        hub.meta = counted  # type: ignore[method-assign]
+        socket = FakeSocket()
+        first = Admission(Hello(1, None, None, None), None, "fresh", None)
+        begun = await start(socket.as_websocket(), FakeWire(), hub, store(), settings(), first)
+        after_first = meta_reads
+        resuming = Admission(Hello(1, None, Cursor(hub.epoch, 5), None), None, "other", None)
+        await start(FakeSocket().as_websocket(), FakeWire(), hub, store(), settings(), resuming)
+        return socket, begun.after, after_first, meta_reads
+
+    socket, after, reads_first, reads_both = asyncio.run(run())
+    welcome, *parts = socket.frames()
+    assert isinstance(welcome, Welcome) and (welcome.head_seq, welcome.reset) == (12, "no_position") and after == 12
+    assert parts and all(isinstance(part, SnapshotPart) and part.epoch == welcome.epoch for part in parts)
+    assert (reads_first, reads_both) == (0, 1)
