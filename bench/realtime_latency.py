@@ -208,6 +208,15 @@ def measure_mode(mode: str, args: argparse.Namespace, workdir: Path, kafka: Kafk
         else:
             measured.commit_to_page.append(drawn - entry.commit_ms)
             measured.sent_to_page.append(drawn - sent)
+    if relayed:  # where the slowest rows were: when they were sent (from the first measured order), and how long
+        timed = sorted((relayed[str(entry.data.get(ID_FIELD))] - _ms(str(entry.data["orderTime"])),
+                        _ms(str(entry.data["orderTime"])), entry.data.get(ID_FIELD)) for entry, _ in received
+                       if entry.seq > start_seq and isinstance(entry.data, dict)
+                       and str(entry.data.get(ID_FIELD)) in relayed)
+        first = min(sent for _, sent, _ in timed) if timed else 0
+        print(f"[{mode}] slowest out of Spark: " + ", ".join(
+            f"{pid} sent at +{(sent - first) / 1000:.2f} s: {delay} ms" for delay, sent, pid in timed[-8:]),
+            file=sys.stderr)
     c = measured.crowd
     print(f"[{mode}] {measured.entries} entries; client p50 {quantile(sorted(measured.sent_to_client), 0.5):.0f} ms; "
           f"{c.clients} clients: complete {c.complete}, lost {c.lost}, dup {c.duplicates}, behind {c.behind}, "
