@@ -13,10 +13,13 @@ second for ``--seconds`` (each order's ``ts`` is when it is sent). Every client 
 once.
 
 Per entry (one large order): sent -> committed (the commit script's clock: Kafka, Spark, the relay or the
-micro-batch, the commit), committed -> received (the ``StreamClient``, and the load generator's histogram over
-its clients), committed -> drawn on the page (its first frame at or after the entry's seq), and sent ->
-received / drawn. And where the CPU went while the orders were sent: each process's (with its children's) CPU
-seconds from /proc, and the whole machine's from /proc/stat, over the phase's wall time.
+micro-batch, the commit), split at the order's record time in its topic (set to the broker's append time) and,
+in real-time mode, at its row's record time in the relay topic (when Spark's Kafka sink sent it), both read
+back from the topics once the run is over; committed -> received (the ``StreamClient``, and the load
+generator's histogram over its clients), committed -> drawn on the page (its first frame at or after the
+entry's seq), and sent -> received / drawn. And where the CPU went while the orders were sent: each
+process's (with its children's) CPU seconds from /proc, and the whole machine's from /proc/stat, over the
+phase's wall time.
 
     flock /tmp/sparkwire-heavy.lock .venv/bin/python bench/realtime_latency.py
 """
@@ -30,9 +33,10 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import redis
 from _common import (
@@ -49,6 +53,12 @@ from _common import (
 from _loadgen import GoLoadGen
 from _sbs_measure import Outcome
 from confluent_kafka import Consumer
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ResourceType,
+)
 from playwright.sync_api import sync_playwright
 
 from sparkwire.client.background import BackgroundClient
@@ -80,7 +90,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 class Measured:
     mode: str
     sent_to_commit: list[int] = field(default_factory=list)
-    sent_to_relay: list[int] = field(default_factory=list)  # real-time mode: out of Spark, into the relay topic
+    sent_to_kafka: list[int] = field(default_factory=list)  # the orders topic's append time
+    kafka_to_relay: list[int] = field(default_factory=list)  # real-time mode: out of Spark, into the relay topic
     relay_to_commit: list[int] = field(default_factory=list)
     commit_to_client: list[int] = field(default_factory=list)
     commit_to_page: list[int] = field(default_factory=list)
@@ -107,13 +118,14 @@ def _producer(workdir: Path, kafka: KafkaBroker, topic: str, rate: float, second
         workdir)  # fmt: skip
 
 
-def relay_times(kafka: KafkaBroker, stream: str, idle_s: float = 3.0) -> dict[str, int]:
-    """Each relayed row's record time in the relay topic (``CreateTime``: when Spark's Kafka sink sent it) by the
-    entry id the relay gives it (``<topic>/<partition>/<offset>``), read from the topic's start by a consumer of
-    its own once the run is over."""
+def record_times(kafka: KafkaBroker, topic: str, id_of: Callable[[Any], str | None],
+                 idle_s: float = 3.0) -> dict[str, int]:
+    """Each record's time in ``topic`` (its timestamp: the broker's append time on the orders topic, set so
+    below; on the relay topic, when Spark's Kafka sink sent the row) by the entry id ``id_of`` gives it, read
+    from the topic's start by a consumer of its own once the run is over."""
     consumer = Consumer({"bootstrap.servers": kafka.bootstrap, "group.id": f"bench-{uuid.uuid4().hex}",
                          "auto.offset.reset": "earliest", "enable.auto.commit": False})
-    consumer.subscribe([relay_topic(stream)])
+    consumer.subscribe([topic])
     times: dict[str, int] = {}
     try:
         quiet_until = time.monotonic() + 30  # the first poll joins the group
@@ -122,14 +134,36 @@ def relay_times(kafka: KafkaBroker, stream: str, idle_s: float = 3.0) -> dict[st
             if message is None or message.error():
                 continue
             quiet_until = time.monotonic() + idle_s
-            try:
-                row = relay_row(message.value())
-            except ValueError:
-                continue
-            times[f"{row.source}/{row.offset}" + (f"#{row.index}" if row.index else "")] = message.timestamp()[1]
+            found = id_of(message)
+            if found is not None:
+                times[found] = message.timestamp()[1]
     finally:
         consumer.close()
     return times
+
+
+def _relayed_id(message: Any) -> str | None:
+    """The entry id the relay gives a relay-topic row (``<topic>/<partition>/<offset>``, ``#<index>`` after)."""
+    try:
+        row = relay_row(message.value())
+    except ValueError:
+        return None
+    return f"{row.source}/{row.offset}" + (f"#{row.index}" if row.index else "")
+
+
+def _order_id(message: Any) -> str:
+    """The entry id of an orders-topic record: its position, as the feed's entries are named."""
+    return f"{message.topic()}/{message.partition()}/{message.offset()}"
+
+
+def append_times(kafka: KafkaBroker, topic: str) -> None:
+    """``topic``'s records stamped by the broker when it appends them (``LogAppendTime``), not by the producer:
+    the time an order reached Kafka. The feed's query reads the orders' own ``ts``, never this timestamp."""
+    resource = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[
+        ConfigEntry("message.timestamp.type", "LogAppendTime", incremental_operation=AlterConfigOpType.SET)])
+    admin = kafka.admin()  # held until the change is done: a client destroyed meanwhile fails its futures
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(30)
 
 
 def _run_to_end(process: ManagedProcess) -> None:
@@ -144,6 +178,7 @@ def measure_mode(mode: str, args: argparse.Namespace, workdir: Path, kafka: Kafk
                  gateway: GatewayProcess, loadgen: GoLoadGen, browser: object) -> Measured:
     stream = topic = f"feed-{mode}"
     kafka.create_topic(topic, partitions=2)
+    append_times(kafka, topic)
     job = ManagedProcess(f"job-{mode}", [sys.executable, "-m", "sparkwire.examples.large_orders", "run", "--mode",
                                          mode, "--master", "local[3]"], workdir, env={
         "LARGE_ORDERS_BOOTSTRAP_SERVERS": kafka.bootstrap, "LARGE_ORDERS_TOPIC": topic,
@@ -187,7 +222,8 @@ def measure_mode(mode: str, args: argparse.Namespace, workdir: Path, kafka: Kafk
         client.stop()
     finally:
         job.stop(timeout=30)
-    relayed = relay_times(kafka, stream) if mode == "realtime" else {}
+    appended = record_times(kafka, topic, _order_id)
+    relayed = record_times(kafka, relay_topic(stream), _relayed_id) if mode == "realtime" else {}
     seqs = [entry.seq for entry, _ in received]
     measured.client_problems = len(seqs) - len(set(seqs)) + len(set(range(start_seq + 1, head + 1)) - set(seqs))
     for entry, received_ms in received:
@@ -196,9 +232,12 @@ def measure_mode(mode: str, args: argparse.Namespace, workdir: Path, kafka: Kafk
         sent = _ms(str(entry.data["orderTime"]))
         measured.entries += 1
         measured.sent_to_commit.append(entry.commit_ms - sent)
-        relayed_ms = relayed.get(str(entry.data.get(ID_FIELD)))
-        if relayed_ms is not None:
-            measured.sent_to_relay.append(relayed_ms - sent)
+        pid = str(entry.data.get(ID_FIELD))
+        appended_ms, relayed_ms = appended.get(pid), relayed.get(pid)
+        if appended_ms is not None:
+            measured.sent_to_kafka.append(appended_ms - sent)
+        if relayed_ms is not None and appended_ms is not None:
+            measured.kafka_to_relay.append(relayed_ms - appended_ms)
             measured.relay_to_commit.append(entry.commit_ms - relayed_ms)
         measured.commit_to_client.append(received_ms - entry.commit_ms)
         measured.sent_to_client.append(received_ms - sent)
@@ -282,7 +321,9 @@ def render(*, args: argparse.Namespace, date: str, wall: float, command: str, re
     start, end = markers(SECTION)
     rows = []
     for name, attribute in (("order sent → committed (Kafka, Spark, the commit)", "sent_to_commit"),
-                            ("· order sent → out of Spark (the relay topic's record time)", "sent_to_relay"),
+                            ("· order sent → in Kafka (the producer, the broker's append)", "sent_to_kafka"),
+                            ("· in Kafka → out of Spark (Spark reads, filters, its Kafka sink sends)",
+                             "kafka_to_relay"),
                             ("· out of Spark → committed (the relay topic, the relay, the commit)",
                              "relay_to_commit"),
                             ("committed → `StreamClient` received", "commit_to_client"),
