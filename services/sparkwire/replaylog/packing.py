@@ -4,7 +4,7 @@ redis-py's asyncio ``Connection`` packs every command in Python (``pack_command`
 per argument); its synchronous one hands them to ``hiredis.pack_command`` (``HiredisRespSerializer``) when
 hiredis is installed. A gateway packs a command per ack written and several per handshake: at 1,000
 clients the session flush alone packs ~1,000 nine-field ``HSET``s a second, ~11 µs each in Python against
-~1.7 µs in hiredis (docs/benchmarks.md). Same bytes on the wire; an argument hiredis cannot pack (``None``, a
+~1.7 µs in hiredis (``timeit`` on a 2-CPU machine). Same bytes on the wire; an argument hiredis cannot pack (``None``, a
 bool) raises ``DataError``, as redis-py's own packer does.
 """
 

@@ -44,7 +44,8 @@ def test_a_sentinel_pool_packs_with_hiredis_too() -> None:
 def test_an_argument_hiredis_cannot_pack_is_a_data_error_as_with_redis_py() -> None:
     pool = connect_async("redis://127.0.0.1:6399/0", max_connections=2, timeout=5).connection_pool
     connection = pool.make_connection()
-    with pytest.raises(DataError):
-        connection.pack_command("SET", "k", None)  # type: ignore[arg-type]
-    with pytest.raises(DataError):
-        Connection().pack_command("SET", "k", None)  # type: ignore[arg-type]
+    for bad in (None, True):
+        with pytest.raises(DataError):
+            connection.pack_command("SET", "k", bad)  # type: ignore[arg-type]
+        with pytest.raises(DataError):
+            Connection().pack_command("SET", "k", bad)  # type: ignore[arg-type]

@@ -51,7 +51,6 @@ def generate(seed: int, count: int, start_ms: int, rate: float) -> list[dict[str
 
 
 def main(argv: list[str] | None = None) -> int:
-
     parser = argparse.ArgumentParser(prog="python -m sparkwire.examples.orders.produce", description=__doc__)
     parser.add_argument("--bootstrap-servers", default="127.0.0.1:9092")
     parser.add_argument("--topic", default="orders")
