@@ -1,5 +1,5 @@
 """uvicorn's HTTP protocol for a gateway pod: a deadline for request headers, the connection cap applied to
-WebSocket upgrades too, and freed at the upgrade."""
+WebSocket upgrades too, a plain upgrade handed over without a second parse, and freed at the upgrade."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from sparkwire.gateway import metrics
 from sparkwire.gateway.transport.bad_input import BAD_INPUT_LOG
+from sparkwire.gateway.transport.upgrade import plain_upgrade
+from sparkwire.gateway.transport.uvicorn_websocket import SparkwireWebSocketProtocol
 
 # Answered whatever the connection cap: the kubelet's probes (a liveness probe answered 503 would restart a
 # pod at its cap) and Prometheus.
@@ -31,6 +33,9 @@ class SparkwireHttpProtocol(HttpToolsProtocol):
       ``limit_concurrency`` itself: its WebSocket protocol does not check it, and it would answer the probes
       and ``/metrics`` 503 too, so a pod at its cap would fail its liveness probe and be restarted, dropping
       every client it holds.
+    * **One parse of an upgrade.** A plain WebSocket upgrade goes to ``SparkwireWebSocketProtocol.open_upgrade``
+      with the headers parsed here (``transport.upgrade``); uvicorn would write the request out for websockets
+      to parse again. Anything else still goes uvicorn's way.
     * **Freed at the upgrade.** Its parser holds its bound callbacks (``on_url``, ``on_header``...), a cycle with
       the protocol, which holds the connection's transport, socket, flow control and handshake headers.
       After an upgrade nothing calls it again, so that cycle was garbage for the cyclic collector alone:
@@ -94,7 +99,19 @@ class SparkwireHttpProtocol(HttpToolsProtocol):
         if self._over_limit():
             self._refuse_over_limit()
             return
-        super().handle_websocket_upgrade()
+        upgrade = plain_upgrade(self.scope["method"], self.url, self.headers,
+                                compression=self.config.ws_per_message_deflate, root_path=self.root_path)
+        protocol_class = self.ws_protocol_class
+        if upgrade is not None and isinstance(protocol_class, type) and issubclass(protocol_class,
+                                                                                    SparkwireWebSocketProtocol):
+            # Checked once from this parse (``transport.upgrade``), not written out for websockets to parse again.
+            self.connections.discard(self)
+            protocol = protocol_class(config=self.config, server_state=self.server_state, app_state=self.app_state)
+            protocol.open_upgrade(self.transport, upgrade, self.headers, self.server, self.client,
+                                  secure=self.scheme == "https")
+            self.transport.set_protocol(protocol)
+        else:
+            super().handle_websocket_upgrade()
         self.parser = None  # type: ignore[assignment]
         self.transport = None  # type: ignore[assignment]
         self.flow = None  # type: ignore[assignment]

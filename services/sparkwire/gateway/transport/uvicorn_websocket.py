@@ -27,12 +27,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from starlette.types import Scope
+from uvicorn.protocols.utils import ClientDisconnected, get_client_addr, get_path_with_query_string
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from websockets.protocol import Protocol, State
 
 from sparkwire.gateway.transport.bad_input import BAD_INPUT_LOG
 from sparkwire.gateway.transport.contract import Listener, serialize_text_frames
 from sparkwire.gateway.transport.queues import MAX_BUFFERED_BYTES, Inbox
+from sparkwire.gateway.transport.upgrade import PlainUpgrade
 
 WIRE_EXTENSION = "sparkwire.wire"
 
@@ -125,7 +127,7 @@ class SparkwireWebSocketProtocol(WebSocketsSansIOProtocol):
         "handshake_complete", "handshake_initiated", "initial_response", "last_ping_rtt", "logger", "loop",
         "pending_ping_payload", "ping_interval", "ping_sent_at", "ping_timeout", "ping_timer", "pong_timer", "queue",
         "read_paused", "request", "response", "root_path", "scheme", "scope", "server", "tasks", "transport",
-        "writable",
+        "upgrade", "writable",
     )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -134,6 +136,53 @@ class SparkwireWebSocketProtocol(WebSocketsSansIOProtocol):
         self.queue: Inbox = Inbox()  # type: ignore[assignment]
         self.writable: Writable = Writable()  # type: ignore[assignment]
         self.app_returned = False
+        self.upgrade: PlainUpgrade | None = None
+
+    def open_upgrade(self, transport: asyncio.Transport, upgrade: PlainUpgrade, headers: list[tuple[bytes, bytes]],
+                     server: tuple[str, int | None] | None, client: tuple[str, int] | None, secure: bool) -> None:
+        """Take ``transport`` over for an upgrade ``transport.upgrade`` checked, in place of ``connection_made``
+        and the request's second parse: the same scope and first event for the application as
+        ``handle_connect`` makes, websockets' frame parser from the first byte, and the 101 (``upgrade``'s
+        answer) written when the application accepts."""
+        self.connections.add(self)
+        self.transport = transport
+        self.server, self.client, self.scheme = server, client, "wss" if secure else "ws"
+        self.request = self.response = None  # type: ignore[assignment]
+        conn = self.conn
+        conn.state = State.OPEN
+        conn.parser = Protocol.parse(conn)
+        next(conn.parser)
+        self.upgrade = upgrade
+        self.handshake_initiated = True
+        self.scope = {
+            "type": "websocket", "asgi": {"version": self.asgi_version, "spec_version": "2.4"},
+            "http_version": "1.1", "scheme": self.scheme, "server": server, "client": client,
+            "root_path": self.root_path, "path": upgrade.path, "raw_path": upgrade.raw_path,
+            "query_string": upgrade.query_string, "headers": headers, "subprotocols": [],
+            "state": self.app_state.copy(),
+            "extensions": {"websocket.http.response": {}, WIRE_EXTENSION: Wire(self)},  # type: ignore[dict-item]
+        }
+        self.queue.put_nowait({"type": "websocket.connect"})
+        task = self.loop.create_task(self.run_asgi())
+        task.add_done_callback(self.on_task_complete)
+        self.tasks.add(task)
+
+    async def _accept_upgrade(self, upgrade: PlainUpgrade, message: Any) -> None:
+        """The application's accept of an upgrade ``open_upgrade`` took: its 101, as uvicorn answers it
+        (uvicorn's default headers and the application's, names lower-cased)."""
+        await self.writable.wait()
+        if self.disconnected:
+            raise ClientDisconnected()
+        if self.logger.isEnabledFor(logging.INFO):
+            self.logger.info('%s - "WebSocket %s" [accepted]', get_client_addr(self.scope),
+                             get_path_with_query_string(self.scope))
+        headers = [(name.lower(), value) for name, value in (self.default_headers + list(message.get("headers", [])))]
+        if message.get("subprotocol"):
+            headers.append((b"sec-websocket-protocol", message["subprotocol"].encode()))
+        if not self.transport.is_closing():
+            self.handshake_complete = True
+            self.transport.write(upgrade.response(headers))
+            self.start_keepalive()
 
     def handle_connect(self, event: Any) -> None:
         super().handle_connect(event)
@@ -205,6 +254,12 @@ class SparkwireWebSocketProtocol(WebSocketsSansIOProtocol):
         self.handle_parser_exception()
 
     async def send(self, message: Any) -> None:
+        upgrade = self.upgrade
+        if upgrade is not None and message["type"] == "websocket.accept" and not self.handshake_complete:
+            self.upgrade = None
+            await self._accept_upgrade(upgrade, message)
+            return
+        self.upgrade = None  # anything else before the accept (a close, a response) goes uvicorn's way
         await super().send(message)
         if message["type"] == "websocket.accept" and self.handshake_complete:
             # The handshake's request and response are never read again: several KB of headers per idle
