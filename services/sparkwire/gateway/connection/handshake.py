@@ -138,7 +138,7 @@ def _welcome(hub: StreamHub, settings: ConnectionSettings, admission: Admission,
 async def _snapshot(hub: StreamHub, settings: ConnectionSettings, admission: Admission,
                     plan: StartPlan) -> tuple[Snapshot, list[str]]:
     """The snapshot a connection starts from (filtered by its view), counted by why it gets one."""
-    metrics.RESETS.labels(stream=hub.stream, reason=plan.reset).inc()
+    metrics.child(metrics.RESETS, hub.stream, plan.reset).inc()
     if admission.view is None:
         return await hub.snapshot(settings.max_server_frame_bytes)
     return await hub.view_snapshot(admission.view, settings.max_server_frame_bytes)

@@ -55,7 +55,7 @@ class Connection:
             return
         if code is not None:
             await send_close(self.socket, code, reason)
-            metrics.CLOSES.labels(code=str(int(code))).inc()
+            metrics.child(metrics.CLOSES, str(int(code))).inc()
 
     async def _serve(self) -> None:
         now = time.monotonic()

@@ -61,7 +61,7 @@ class Sender:
         self.merger = ReplayMerger(after)
         self.max_frame_bytes = settings.max_server_frame_bytes
         # Labelled children looked up once: labels() per send is measurable at thousands of clients.
-        self._delivered = metrics.ENTRIES_DELIVERED.labels(stream=hub.stream)
+        self._delivered = metrics.child(metrics.ENTRIES_DELIVERED, hub.stream)
         self._latency = metrics.DELIVERY_LATENCY
 
     @property
@@ -133,7 +133,7 @@ class Sender:
             encodings.update({entry.seq: encoded for entry, encoded in page})
             step = junction_step(self.merger, [entry for entry, _ in page], [live.entry for live in pending],
                                  self.settings.page_size)
-            metrics.ENTRIES_REPLAYED.labels(stream=self.hub.stream, source=source).inc(len(step.entries))
+            metrics.child(metrics.ENTRIES_REPLAYED, self.hub.stream, source).inc(len(step.entries))
             await self._send_replayed(step.entries, encodings)
             if step.next == "live":
                 return

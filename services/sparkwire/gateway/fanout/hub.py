@@ -27,6 +27,9 @@ log = logging.getLogger(__name__)
 LOG_BEHIND_WAIT_S = 8.0
 
 
+MAX_VIEW_ENCODINGS = 256
+
+
 class EncodedSnapshot:
     """A snapshot and its frames, encoded once per frame size for every connection that shares it."""
 
@@ -41,8 +44,11 @@ class EncodedSnapshot:
         """The frames of the snapshot filtered by ``view``: once per view for every connection of it."""
         frames = self._view_frames.get((view.id, max_frame_bytes))
         if frames is None:
-            frames = self._view_frames[(view.id, max_frame_bytes)] = views.snapshot_frames(
-                self.snapshot, view, max_frame_bytes)
+            frames = views.snapshot_frames(self.snapshot, view, max_frame_bytes)
+            # Kept for a bounded number of views: a snapshot can serve a quiet stream's handshakes for hours,
+            # and clients choose their filters.
+            if len(self._view_frames) < MAX_VIEW_ENCODINGS:
+                self._view_frames[(view.id, max_frame_bytes)] = frames
         return frames
 
     def frames(self, max_frame_bytes: int) -> list[str]:
@@ -75,6 +81,8 @@ class StreamHub:
         self._meta_reads: Batched[None, StreamMeta] = shared(log.meta)
         self._snapshot_reads: Batched[None, EncodedSnapshot] = shared(self._read_snapshot)
         self._entry_reads: Batched[int, Entry | None] = Batched(self._read_entries_at)
+        # The last snapshot read at this pod's head, in its epoch: what ``_head_snapshot`` hands out.
+        self._snapshot_at_head: EncodedSnapshot | None = None
 
     @property
     def stream(self) -> str:
@@ -109,15 +117,30 @@ class StreamHub:
         return await self._meta_reads(None)
 
     async def snapshot(self, max_frame_bytes: int) -> tuple[Snapshot, list[str]]:
-        """A snapshot read after this call, and its frames: one read and one encoding for every connection
-        that asked while the previous read was out."""
-        encoded = await self._snapshot_reads(None)
+        """A snapshot at least as new as this pod's head when called, and its frames: one read and one
+        encoding for every connection that asked while the previous read was out, and none while the head
+        has not moved since (``_head_snapshot``)."""
+        encoded = self._head_snapshot() or await self._snapshot_reads(None)
         return encoded.snapshot, encoded.frames(max_frame_bytes)
 
     async def view_snapshot(self, view: View, max_frame_bytes: int) -> tuple[Snapshot, list[str]]:
         """As ``snapshot``, its items filtered by ``view`` (encoded once per view and read)."""
-        encoded = await self._snapshot_reads(None)
+        encoded = self._head_snapshot() or await self._snapshot_reads(None)
         return encoded.snapshot, encoded.view_frames(self.views, view, max_frame_bytes)
+
+    def _head_snapshot(self) -> EncodedSnapshot | None:
+        """The last snapshot read, while it is at this pod's head in the hub's epoch (and the hub follows the
+        log without error). A connection subscribed before asking gets every entry after the head live, as a
+        snapshot read now would have it, so that one is as good: the state changes only with an entry
+        (a later seq) or a new epoch, either of which ends its use. When 5,000 clients connected at once,
+        the reads were 1 in 7 handshakes and ~7 % of the pod's CPU."""
+        encoded = self._snapshot_at_head
+        if encoded is None or not self.healthy or not self.started.is_set():
+            return None
+        if encoded.snapshot.epoch != self.epoch or encoded.snapshot.seq != self.head_seq or not self.epoch:
+            self._snapshot_at_head = None
+            return None
+        return encoded
 
     async def views_ready(self) -> StreamViews:
         """The stream's views, once its mode (update: removals) was read from its descriptor."""
@@ -139,7 +162,10 @@ class StreamHub:
         return [held.get(seq) for seq in seqs]
 
     async def _read_snapshot(self) -> EncodedSnapshot:
-        return EncodedSnapshot(await self.log.snapshot())
+        encoded = EncodedSnapshot(await self.log.snapshot())
+        if encoded.snapshot.epoch == self.epoch and encoded.snapshot.seq == self.head_seq:
+            self._snapshot_at_head = encoded
+        return encoded
 
     async def run(self) -> None:
         backoff = 0.05
@@ -279,6 +305,7 @@ class StreamHub:
         self._adopt(meta)
 
     def _adopt(self, meta: StreamMeta) -> None:
+        self._snapshot_at_head = None
         self._behind_since = None
         self.epoch = meta.epoch
         self.head_seq = meta.last_seq

@@ -42,4 +42,4 @@ async def turn_away(socket: FrameSocket, why: TurnAway) -> None:
     """Turn a connection away before its handshake: the close, counted in ``sparkwire_gateway_closes_total``
     as every close the server sends, whatever the transport."""
     await send_close(socket, why.code, why.reason)
-    metrics.CLOSES.labels(code=str(int(why.code))).inc()
+    metrics.child(metrics.CLOSES, str(int(why.code))).inc()

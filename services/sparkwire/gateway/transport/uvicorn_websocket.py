@@ -27,9 +27,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from starlette.types import Scope
+from uvicorn.config import Config
 from uvicorn.protocols.utils import ClientDisconnected, get_client_addr, get_path_with_query_string
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+from uvicorn.server import ServerState
+from websockets.extensions.permessage_deflate import ServerPerMessageDeflateFactory
 from websockets.protocol import Protocol, State
+from websockets.server import ServerProtocol
 
 from sparkwire.gateway.transport.bad_input import BAD_INPUT_LOG
 from sparkwire.gateway.transport.contract import Listener, serialize_text_frames
@@ -130,11 +134,46 @@ class SparkwireWebSocketProtocol(WebSocketsSansIOProtocol):
         "upgrade", "writable",
     )
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.logger = self.conn.logger = CONNECTION_LOG
+    def __init__(self, config: Config, server_state: ServerState, app_state: dict[str, Any],
+                 _loop: asyncio.AbstractEventLoop | None = None, *, opened: bool = False) -> None:
+        """uvicorn's ``WebSocketsSansIOProtocol.__init__`` (the pinned version: a unit test compares the
+        attributes each sets) without what this class replaces, built once per connection: with its
+        asyncio.Queue and Event made only to be replaced, two ``getLogger`` calls and websockets' request
+        parser started for a request ``open_upgrade`` never parses, it was 7 % of a handshake's CPU.
+        ``opened``: for ``open_upgrade``, websockets' side starts open, parsing frames from the first byte."""
+        if not config.loaded:
+            config.load()
+        self.config = config
+        self.app = config.loaded_app
+        self.loop = _loop or asyncio.get_event_loop()
+        self.logger = CONNECTION_LOG
+        self.root_path = config.root_path
+        self.asgi_version = config.asgi_version
+        self.app_state = app_state
+        self.connections = server_state.connections
+        self.tasks = server_state.tasks
+        self.default_headers = server_state.default_headers
+        self.transport = None  # type: ignore[assignment]
+        self.server = self.client = self.scheme = None  # type: ignore[assignment]
         self.queue: Inbox = Inbox()  # type: ignore[assignment]
+        self.handshake_initiated = self.handshake_complete = self.close_sent = self.disconnected = False
+        self.close_timer = None
+        self.close_timeout = 10.0
+        self.initial_response = None
+        extensions = [ServerPerMessageDeflateFactory(server_max_window_bits=12, client_max_window_bits=12,
+                                                     compress_settings={"memLevel": 5})
+                      ] if config.ws_per_message_deflate else []
+        self.conn = ServerProtocol(extensions=extensions, max_size=config.ws_max_size, logger=CONNECTION_LOG,
+                                   state=State.OPEN if opened else State.CONNECTING)
+        self.read_paused = False
         self.writable: Writable = Writable()  # type: ignore[assignment]
+        self.ping_interval = config.ws_ping_interval
+        self.ping_timeout = config.ws_ping_timeout
+        self.ping_timer = self.pong_timer = None
+        self.pending_ping_payload = None
+        self.ping_sent_at = self.last_ping_rtt = 0.0
+        self.frames = []
+        self.curr_msg_data_type = "bytes"
         self.app_returned = False
         self.upgrade: PlainUpgrade | None = None
 
@@ -148,10 +187,10 @@ class SparkwireWebSocketProtocol(WebSocketsSansIOProtocol):
         self.transport = transport
         self.server, self.client, self.scheme = server, client, "wss" if secure else "ws"
         self.request = self.response = None  # type: ignore[assignment]
-        conn = self.conn
-        conn.state = State.OPEN
-        conn.parser = Protocol.parse(conn)
-        next(conn.parser)
+        if self.conn.state is not State.OPEN:  # made without ``opened``: its parser waits for a request
+            self.conn.state = State.OPEN
+            self.conn.parser = Protocol.parse(self.conn)
+            next(self.conn.parser)
         self.upgrade = upgrade
         self.handshake_initiated = True
         self.scope = {

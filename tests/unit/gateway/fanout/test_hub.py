@@ -75,3 +75,63 @@ def test_the_ring_answers_at_the_head_without_the_log_even_empty_and_only_once_f
     assert before is None  # the hub not following yet: its head is not a position it read
     assert at_head == [] and behind is None
     assert [item.entry.seq for item in after_one or []] == [4] and live_seqs == [4]
+
+
+class CountingSnapshots(MemoryStreamLog):
+    """The memory log, counting the snapshots read from it."""
+
+    reads = 0
+
+    async def snapshot(self):  # type: ignore[no-untyped-def]
+        self.reads += 1
+        return await super().snapshot()
+
+
+async def until(condition, timeout: float = 5.0) -> None:  # type: ignore[no-untyped-def]
+    for _ in range(int(timeout / 0.01)):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("condition not met in time")
+
+
+@pytest.mark.timeout(30)
+def test_a_snapshot_at_the_head_serves_later_handshakes_until_the_head_or_epoch_moves() -> None:
+    """Read once at the head, a snapshot is handed to the handshakes after it while the hub has read nothing
+    newer; an entry the hub reads, a new epoch, or the hub losing the log sends the next one to the log."""
+    async def scenario() -> list[tuple[int, int, int]]:
+        log = CountingSnapshots()
+        await log.commit([Record(f"r{n}", f"k{n}", json.dumps({"n": n})) for n in range(3)])
+        hub = StreamHub(log, "s", ring_size=16, block_ms=50)
+        task = asyncio.create_task(hub.run())
+        seen: list[tuple[int, int, int]] = []
+
+        async def take() -> None:
+            snapshot, frames = await hub.snapshot(64 * 1024)
+            seen.append((log.reads, snapshot.seq, len(snapshot.items)))
+            assert frames
+
+        try:
+            await asyncio.wait_for(hub.started.wait(), 5)
+            await take()
+            await take()  # the head has not moved: no read
+            await log.commit([Record("r3", "k3", json.dumps({"n": 3}))])
+            await take()  # committed, not yet read by the hub: still its head's, still complete with what follows
+            await until(lambda: hub.head_seq == 4)
+            await take()  # the hub read seq 4: read again
+            await take()
+            hub.healthy = False
+            await take()  # the hub not following without error: always read
+            hub.healthy = True
+            log.new_epoch()
+            await until(lambda: hub.epoch == log.epoch)
+            await take()  # another epoch: read
+            return seen
+        finally:
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
+    seen = asyncio.run(scenario())
+    assert seen[:5] == [(1, 3, 3), (1, 3, 3), (1, 3, 3), (2, 4, 4), (2, 4, 4)]
+    assert seen[5][0] == 3 and seen[6][0] == 4

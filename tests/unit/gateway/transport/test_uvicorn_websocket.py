@@ -8,12 +8,15 @@ from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
+import uvicorn
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+from uvicorn.server import ServerState
 from websockets.frames import Frame, Opcode
 from websockets.streams import StreamReader
 
 from sparkwire.gateway.transport.contract import Message, serialize_text_frames
 from sparkwire.gateway.transport.queues import MAX_BUFFERED_BYTES, Inbox
-from sparkwire.gateway.transport.uvicorn_websocket import Wire, Writable
+from sparkwire.gateway.transport.uvicorn_websocket import SparkwireWebSocketProtocol, Wire, Writable
 
 
 def parse_frames(data: bytes) -> list[Frame]:
@@ -122,3 +125,34 @@ def test_an_urgent_write_ignores_a_paused_socket_but_not_a_runaway_buffer_or_a_c
     assert wire(FakeTransport(), writable=False).write(b"pong", urgent=True)
     assert not wire(FakeTransport(buffered=MAX_BUFFERED_BYTES), writable=False).write(b"pong", urgent=True)
     assert not wire(FakeTransport(closing=True)).write(b"pong", urgent=True)
+
+
+def made_by_uvicorn_and_by_us() -> tuple[WebSocketsSansIOProtocol, SparkwireWebSocketProtocol]:
+    config = uvicorn.Config(app=lambda scope, receive, send: None, ws=SparkwireWebSocketProtocol)
+    config.load()
+    state = ServerState()
+    loop = asyncio.new_event_loop()
+    try:
+        return (WebSocketsSansIOProtocol(config, state, {}, _loop=loop),
+                SparkwireWebSocketProtocol(config, state, {}, _loop=loop))
+    finally:
+        loop.close()
+
+
+def test_the_lean_constructor_sets_every_attribute_uvicorns_own_sets_alike() -> None:
+    theirs, ours = made_by_uvicorn_and_by_us()
+    assert [name for name in vars(theirs) if not hasattr(ours, name)] == []
+    replaced = {"logger", "queue", "writable", "conn", "loop"}  # ours by design (see the class), or objects
+    for name in set(vars(theirs)) - replaced:
+        assert getattr(ours, name) == getattr(theirs, name), name
+    assert (ours.conn.state, ours.conn.max_message_size) == (theirs.conn.state, theirs.conn.max_message_size)
+    assert [vars(e) for e in ours.conn.available_extensions or ()] == [
+        vars(e) for e in theirs.conn.available_extensions or ()] != []  # uvicorn's default: compression offered
+
+
+def test_opened_its_websocket_side_parses_frames_from_the_first_byte() -> None:
+    config = uvicorn.Config(app=lambda scope, receive, send: None)
+    config.load()
+    protocol = SparkwireWebSocketProtocol(config, ServerState(), {}, _loop=asyncio.new_event_loop(), opened=True)
+    protocol.conn.receive_data(Frame(Opcode.TEXT, b'{"type":"hello"}').serialize(mask=True))
+    assert [(e.opcode, e.data) for e in protocol.conn.events_received()] == [(Opcode.TEXT, b'{"type":"hello"}')]
