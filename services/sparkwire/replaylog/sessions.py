@@ -59,12 +59,13 @@ class RedisSessionRecords:
         async with self.client.pipeline(transaction=False) as pipe:
             for ack in acks:
                 key = session_key(ack.session_id, ack.stream)
-                pipe.hset(key, mapping={
-                    "epoch": ack.position.epoch, "seq": ack.position.seq, "duplicates": ack.position.duplicates,
-                    "gaps": ack.position.gaps, "digest": ack.position.digest,
-                    "view": ack.position.view, "pod": pod,
-                    "updated_ms": ack.updated_ms, "subject": ack.subject,
-                })
+                position = ack.position
+                # HSET's arguments as they go on the wire (not ``hset(mapping=...)``, which builds them from a
+                # dict per ack): a pod writes one per client per ack interval.
+                pipe.execute_command(
+                    "HSET", key, "epoch", position.epoch, "seq", position.seq, "duplicates", position.duplicates,
+                    "gaps", position.gaps, "digest", position.digest, "view", position.view, "pod", pod,
+                    "updated_ms", ack.updated_ms, "subject", ack.subject)
                 if ack.renew_ttl:
                     pipe.expire(key, ttl_seconds)
             await pipe.execute()

@@ -16,6 +16,8 @@ COMMANDS = [
      "digest", b"\x00\xffbytes", "subject", "usér", "ratio", 0.25),
     ("XREAD", "COUNT", 1000, "BLOCK", 1000, "STREAMS", "sparkwire:{metrics}:log", "0-0"),
     ("CONFIG GET", "maxmemory"),  # a command name of two words is split, as redis-py does
+    (b"SET", b"k", bytearray(b"v")),  # hiredis refuses a bytearray: redis-py's packer copies it
+    ("SET", "k", memoryview(b"v")),
 ]
 
 
