@@ -81,7 +81,7 @@ class Sender:
         the socket if it is exactly the run due next (``transport.uvicorn_websocket``): the entries written;
         None leaves it to ``_live``."""
         run = batch.run
-        if run is None or not self.epoch or self.epoch != self.hub.epoch or run[0] != self.merger.delivered + 1:
+        if run is None or run[0] != self.merger.delivered + 1 or not self.epoch or self.epoch != self.hub.epoch:
             return None
         if not self.transport.write(batch.wire(self.epoch, self.max_frame_bytes)):
             return None

@@ -52,10 +52,13 @@ CONNECTION_LOG = logging.getLogger("uvicorn.error.connections")
 class Wire:
     """A uvicorn connection's ``Transport``: writes straight to its asyncio transport."""
 
-    __slots__ = ("_protocol",)
+    __slots__ = ("_compressed", "_protocol", "_writable")
 
     def __init__(self, protocol: SparkwireWebSocketProtocol) -> None:
         self._protocol = protocol
+        self._writable = protocol.writable
+        # Negotiated in the handshake, before this is made: a compressed connection's frames are its own.
+        self._compressed = bool(protocol.conn.extensions)
 
     def reply(self, text: str) -> bool:
         return self.write(serialize_text_frames([text]), urgent=True)
@@ -64,12 +67,15 @@ class Wire:
         """Write serialized frames now; False (nothing written) when they must not be: the connection is
         closing or negotiated compression; or, unless ``urgent``, the socket's buffer is full (the ASGI
         path waits for it to drain, and a client that never drains ends as a slow consumer)."""
+        # Called once per connection per live batch: the checks read what is at hand first (an attribute,
+        # not a method) and a refused write costs no call into the transport.
         protocol = self._protocol
-        transport = protocol.transport
-        if (protocol.close_sent or protocol.disconnected or not protocol.handshake_complete
-                or protocol.conn.extensions or transport.is_closing()):
+        if protocol.close_sent or protocol.disconnected or not protocol.handshake_complete or self._compressed:
             return False
-        if not (protocol.writable.is_set() if not urgent else transport.get_write_buffer_size() < MAX_BUFFERED_BYTES):
+        transport = protocol.transport
+        if not (self._writable._set if not urgent else transport.get_write_buffer_size() < MAX_BUFFERED_BYTES):
+            return False
+        if transport.is_closing():
             return False
         transport.write(frames)
         return True
