@@ -10,10 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import redis.asyncio as redis_async
+from redis.exceptions import NoScriptError
 
 from sparkwire.replaylog.keys import DEFAULT_PREFIX
 from sparkwire.replaylog.port import AckRecord, ConnectRecord, SessionLookup, SessionPosition
+from sparkwire.replaylog.scripts import script_source
 
+_CONNECTED_SOURCE = script_source("session_connected.lua")
 _LOOKUP_FIELDS = ["subject", "epoch", "seq", "duplicates", "gaps", "digest", "view"]
 
 
@@ -38,6 +41,7 @@ def _session(subject: object, epoch: object, seq: object, duplicates: object, ga
 class RedisSessionRecords:
     def __init__(self, client: redis_async.Redis) -> None:
         self.client = client
+        self._connected = client.register_script(_CONNECTED_SOURCE)  # for its sha
 
     async def lookup(self, sessions: Sequence[tuple[str, str]]) -> list[SessionLookup]:
         async with self.client.pipeline(transaction=False) as pipe:
@@ -47,13 +51,24 @@ class RedisSessionRecords:
         return [_session(*reply) for reply in replies]
 
     async def connected(self, records: Sequence[ConnectRecord], *, pod: str, ttl_seconds: int) -> None:
-        async with self.client.pipeline(transaction=False) as pipe:  # one round trip; no reader needs all at once
-            for record in records:
-                key = session_key(record.session_id, record.stream)
-                pipe.hset(key, mapping={"pod": pod, "connected_ms": record.connected_ms, "stream": record.stream,
-                                        "subject": record.subject})
-                pipe.expire(key, ttl_seconds)
-            await pipe.execute()
+        """Every record's session marked connected, with its TTL: ``lua/session_connected.lua`` per session,
+        in one round trip (no reader needs all at once). By EVALSHA in the pipeline, not redis-py's
+        pipelined scripts, which ask SCRIPT EXISTS first: a second round trip per batch. A server that does
+        not hold the script (restarted, failed over) runs none of them: loaded, and the batch sent again
+        (each call sets the same fields to the same values)."""
+        for attempt in (1, 2):
+            try:
+                async with self.client.pipeline(transaction=False) as pipe:
+                    for record in records:
+                        pipe.execute_command(
+                            "EVALSHA", self._connected.sha, 1, session_key(record.session_id, record.stream),
+                            pod, record.connected_ms, record.stream, record.subject, ttl_seconds)
+                    await pipe.execute()
+                return
+            except NoScriptError:
+                if attempt == 2:
+                    raise
+                await self.client.script_load(_CONNECTED_SOURCE)
 
     async def write(self, acks: Sequence[AckRecord], *, pod: str, ttl_seconds: int) -> None:
         async with self.client.pipeline(transaction=False) as pipe:
