@@ -17,7 +17,7 @@ from sparkwire.gateway.fanout.hub import StreamHub
 from sparkwire.gateway.fanout.subscription import LiveBatch, LiveEntry, Subscription
 from sparkwire.gateway.recovery.junction import ReplayMerger, junction_step
 from sparkwire.gateway.settings import ConnectionSettings
-from sparkwire.gateway.transport.contract import FrameSocket, Transport
+from sparkwire.gateway.transport.contract import FrameSocket, Transport, serialize_text_frames
 from sparkwire.protocol.client_frames import Ping, encode_heartbeat
 from sparkwire.protocol.close_codes import CloseCode
 from sparkwire.protocol.server_frames import EncodedEntry, encode_entry, pack_entries
@@ -108,8 +108,10 @@ class Sender:
     async def _send_live(self, batch: LiveBatch) -> bool:
         """Send what of ``batch`` is due; False if it skipped a seq (the rest must come from history)."""
         sent, gap = self.merger.take([live.entry for live in batch])
-        if len(sent) == len(batch):  # all of it, in order: the batch's shared frames
-            await self._send_frames(batch.frames(await self._frame_epoch(), self.max_frame_bytes), len(sent))
+        if len(sent) == len(batch):  # all of it, in order: the batch's shared frames, and their bytes
+            epoch = await self._frame_epoch()
+            await self._send_frames(batch.frames(epoch, self.max_frame_bytes), len(sent),
+                                    batch.wire(epoch, self.max_frame_bytes))
         else:
             overlap = sum(1 for live in batch if live.entry.seq <= self.merger.delivered) - len(sent)
             if overlap > 0:
@@ -182,7 +184,14 @@ class Sender:
             await self._send_frames(pack_entries(await self._frame_epoch(), entries, self.max_frame_bytes),
                                     len(entries))
 
-    async def _send_frames(self, frames: list[str], entries: int) -> None:
+    async def _send_frames(self, frames: list[str], entries: int, wire: bytes | None = None) -> None:
+        """``frames`` in one direct write when the transport takes it (``wire``: their bytes, when shared by
+        every connection), else one by one through the socket. A client catching up, or behind the live
+        feed, got every frame through the ASGI send and websockets' framing in Python: after a pod was lost,
+        a tenth of the pod's CPU while its clients came back."""
+        if self.transport.write(serialize_text_frames(frames) if wire is None else wire):
+            self._delivered.inc(entries)
+            return
         for frame in frames:
             await self.socket.send_text(frame)
         self._delivered.inc(entries)

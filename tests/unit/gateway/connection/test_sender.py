@@ -5,6 +5,7 @@ history it needs is gone."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Awaitable, Callable
 
@@ -126,3 +127,24 @@ def test_history_trimmed_past_the_start_closes_with_stream_reset() -> None:
     with pytest.raises(Close) as closed:
         asyncio.run(run())
     assert closed.value.code is CloseCode.STREAM_RESET
+
+
+def test_with_a_direct_transport_history_goes_in_direct_writes_and_nothing_through_the_socket() -> None:
+    """A client catching up (after a pod was lost, thousands at once) gets its pages as direct writes of
+    the frames' bytes (``transport.uvicorn_websocket``), the same entries in the same order as through the
+    socket; without a direct path (plain ASGI, SSE) they go through the socket as before."""
+    async def run(direct: bool) -> tuple[list[int], FakeWire, list[int]]:
+        hub = await hub_with(30)
+        socket, wire = FakeSocket(), FakeWire(direct=direct)
+        now = time.monotonic()
+        timers = Timers(next_ping=now + 60, expires_at_monotonic=None, last_heard=now)
+        sender = Sender(socket.as_websocket(), wire, hub, hub.subscribe(), settings(), timers, None, hub.epoch, 10)
+        await running(sender, lambda task: until(lambda: sender.delivered == 30, task))
+        written = [entry["seq"] for texts in wire.written for text in texts
+                   for entry in json.loads(text)["entries"]]
+        return (written if direct else socket.entry_seqs()), wire, socket.entry_seqs()
+
+    via_wire, wire, through_socket = asyncio.run(run(direct=True))
+    via_socket, _, _ = asyncio.run(run(direct=False))
+    assert via_wire == via_socket == list(range(11, 31)) and through_socket == []
+    assert len(wire.written) == 3  # one write per page of 8
