@@ -197,12 +197,14 @@ def int_list(text: str) -> list[int]:
 
 
 def pace(commit: Callable[[], object], per_commit: int, interval: float, seconds: float,
-         configure: Callable[[int], object] | None = None) -> tuple[int, float]:
+         configure: Callable[[int], object] | None = None, start_at: float | None = None) -> tuple[int, float]:
     """Call ``commit`` (``per_commit`` records each) every ``interval`` seconds for ``seconds`` on a fixed
-    schedule (a slow commit is followed by the next one at once); returns (commits, elapsed)."""
+    schedule (a slow commit is followed by the next one at once); returns (commits, elapsed). ``start_at``
+    (a ``time.time()``) puts the first commit at that wall-clock time instead of now: a grid another process
+    can be given too."""
     if configure is not None:
         configure(per_commit)
-    started = time.perf_counter()
+    started = time.perf_counter() + (0.0 if start_at is None else max(start_at - time.time(), 0.0))
     commits = 0
     while commits * interval < seconds:
         delay = started + commits * interval - time.perf_counter()

@@ -101,9 +101,11 @@ def memory_table(idles: Sequence[Idle]) -> list[str]:
 
 
 def kill_table(kills: Sequence[Kill]) -> list[str]:
-    lines = ["| server | clients | msg/s | repeats | every client caught up after s (x peer) | clients back / not"
-             " caught up | lost | duplicated | resets | reconnects | server closes seen | exactly once |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+    lines = ["| server | clients | msg/s | repeats | every client back after s (x peer)"
+             " | every client caught up after s (x peer) | clients back / not caught up | lost | duplicated"
+             " | resets | reconnects | server closes seen"
+             " | exactly once |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
     rows = group(kills, lambda k: (k.server, k.clients, k.rate))
     for (server, clients, rate), ks in sorted(rows.items(), key=lambda kv: (*_order(kv[0][0]), *kv[0][1:])):
         peer = rows.get((PEER, clients, rate), [])
@@ -111,7 +113,8 @@ def kill_table(kills: Sequence[Kill]) -> list[str]:
         for k in ks:
             closes.update(k.seen.close_codes)
         lines.append(
-            f"| {NAMES[server]} | {clients:,} | {rate:,} | {len(ks)} | {_med(ks, lambda k: k.caught_up_s, 2)}"
+            f"| {NAMES[server]} | {clients:,} | {rate:,} | {len(ks)} | {_med(ks, lambda k: k.back_s, 3)}"
+            f"{_vs_peer(ks, peer, lambda k: k.back_s)} | {_med(ks, lambda k: k.caught_up_s, 2)}"
             f"{_vs_peer(ks, peer, lambda k: k.caught_up_s)}"
             f" | {_med(ks, lambda k: k.recovered_clients)} / {_med(ks, lambda k: k.not_caught_up)}"
             f" | {sum(k.seen.lost for k in ks):,} | {sum(k.seen.duplicates for k in ks):,}"
@@ -195,10 +198,13 @@ def render(ctx: Context, idles: Sequence[Idle], phases: Sequence[Phase], kills: 
             f"### SIGKILL of the server with {args.kill_clients:,} clients",
             "",
             f"Two instances of each server on the same Redis; all clients on the first; publishing at"
-            f" {args.kill_rate}/s throughout; SIGKILL of the first {args.kill_after:g} s in, publishing goes on"
-            f" {args.kill_for:g} s; the clients reconnect to the second. *Caught up*: from the SIGKILL until the"
-            " last client received a message published after it was back (resolution: one batch,"
-            f" {args.commit_interval_ms} ms); *lost* / *duplicated*: positions a client never got / got twice;"
+            f" {args.kill_rate}/s throughout, every server's publisher on the same wall-clock schedule; SIGKILL of"
+            f" the first {args.kill_after:g} s in, half-way between two batches; publishing goes on"
+            f" {args.kill_for:g} s; the clients reconnect to the second (full-jitter backoff from 0.5 s). *Back*:"
+            " from the SIGKILL until the last client was positioned again (sparkwire welcome, centrifuge subscribe"
+            " reply with its recovery); *caught up*: until the last client received a message published after it"
+            f" was back (resolution: one batch, {args.commit_interval_ms} ms); *lost* / *duplicated*: positions a"
+            " client never got / got twice;"
             " lost, duplicated, resets and server closes are summed over the repeats, the rest are medians.",
             "",
             *kill_table(kills),

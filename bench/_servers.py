@@ -148,27 +148,34 @@ class Publisher:
         elif self.kind == "centrifuge":
             self.run(1, 0.05)
 
-    def run(self, per_commit: int, seconds: float) -> tuple[int, float]:
-        """Publish for ``seconds`` on a fixed schedule; returns (messages, elapsed seconds)."""
+    def run(self, per_commit: int, seconds: float, start_at: float | None = None) -> tuple[int, float]:
+        """Publish for ``seconds`` on a fixed schedule (from ``start_at``, a ``time.time()``, when given: every
+        server's publisher on the same wall-clock grid); returns (messages, elapsed seconds)."""
         if self.kind == "sparkwire":
             commits, elapsed = pace(lambda: self.committer.commit(), per_commit, self.interval, seconds,
-                                    lambda n: setattr(self.committer, "per_batch", n))
+                                    lambda n: setattr(self.committer, "per_batch", n), start_at)
             return commits * per_commit, elapsed
         if self.kind == "naive":
-            commits, elapsed = pace(lambda: self._naive(per_commit), per_commit, self.interval, seconds)
+            commits, elapsed = pace(lambda: self._naive(per_commit), per_commit, self.interval, seconds,
+                                    start_at=start_at)
             return commits * per_commit, elapsed
+        grid = [] if start_at is None else ["--start-at-ms", str(round(start_at * 1000))]
         out = subprocess.run([str(go_binary("centrifuge-peer")), "publish", "--redis", f"127.0.0.1:{self.redis.port}",
                               "--per-batch", str(per_commit), "--interval-ms", str(round(self.interval * 1000)),
-                              "--seconds", str(seconds), "--payload-bytes", str(self.payload_bytes)],
+                              "--seconds", str(seconds), "--payload-bytes", str(self.payload_bytes), *grid],
                              capture_output=True, text=True, check=True).stdout
         result = json.loads(out)
+        if start_at is not None and result.get("lateMs", 0) > self.interval * 1000 / 4:
+            print(f"warning: the centrifuge publisher started {result['lateMs']} ms after its schedule",
+                  file=sys.stderr)
         self.offset = max(self.offset, int(result["offset"]))
         return int(result["published"]), float(result["seconds"])
 
-    def run_in_background(self, per_commit: int, seconds: float) -> Callable[[], tuple[int, float]]:
+    def run_in_background(self, per_commit: int, seconds: float,
+                          start_at: float | None = None) -> Callable[[], tuple[int, float]]:
         """``run`` in a thread; the returned function waits for it and gives its result."""
         box: list[tuple[int, float]] = []
-        thread = threading.Thread(target=lambda: box.append(self.run(per_commit, seconds)), daemon=True)
+        thread = threading.Thread(target=lambda: box.append(self.run(per_commit, seconds, start_at)), daemon=True)
         thread.start()
 
         def wait() -> tuple[int, float]:

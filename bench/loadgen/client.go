@@ -249,7 +249,7 @@ func (c *client) ackIfDue(now time.Time) {
 
 type phaseSummary struct {
 	received, expected, lost, duplicates, resets, reconnects, wrong, covered int64
-	reachedAt, caughtUpAt                                                    float64
+	reachedAt, backAt, caughtUpAt                                            float64
 	complete, watched                                                        bool
 }
 
@@ -278,6 +278,9 @@ func (c *client) phaseReport(head uint64) phaseSummary {
 	}
 	if !c.reachedAt.IsZero() {
 		s.reachedAt = unixSeconds(c.reachedAt)
+	}
+	if !c.reconnectedAt.IsZero() {
+		s.backAt = unixSeconds(c.reconnectedAt)
 	}
 	if !c.caughtUpAt.IsZero() {
 		s.caughtUpAt = unixSeconds(c.caughtUpAt)

@@ -129,7 +129,7 @@ func (g *generator) phaseEnd(c command) map[string]any {
 	for k, v := range g.stats.report() {
 		report[k] = v
 	}
-	var reachedAt, caughtUp float64
+	var reachedAt, backAt, caughtUp float64
 	var received, expected, lost, duplicates, resets, reconnects, complete, recovered, wrong, covered int64
 	waiting := 0
 	for _, cl := range g.clients {
@@ -147,6 +147,7 @@ func (g *generator) phaseEnd(c command) map[string]any {
 			complete++
 		}
 		if s.watched {
+			backAt = max(backAt, s.backAt) // positioned again (welcome / subscribed), 0 if it never was
 			if s.caughtUpAt > 0 {
 				recovered++
 				caughtUp = max(caughtUp, s.caughtUpAt)
@@ -160,6 +161,7 @@ func (g *generator) phaseEnd(c command) map[string]any {
 	report["complete"], report["reached_at"], report["wrong"] = complete, reachedAt, wrong
 	report["covered"] = covered
 	report["caught_up_at"], report["recovered_clients"], report["not_caught_up"] = caughtUp, recovered, waiting
+	report["back_at"] = backAt
 	return report
 }
 

@@ -15,7 +15,10 @@ import (
 // publish sends perBatch publications every interval for seconds, on a fixed schedule (a slow batch is
 // followed by the next at once), the same cadence as sparkwire's Committer in the benchmark. Each
 // payload carries its publish time (ms) so clients measure publish->receive on the same clock as the
-// gateway's commitMs. It prints one JSON line: publications, elapsed seconds, the channel's last offset.
+// gateway's commitMs. With --start-at-ms the schedule starts at that wall-clock time (Unix ms), the same
+// grid the benchmark gives sparkwire's Committer, so both are in the same phase against an event timed on it
+// (the SIGKILL test); a process that starts after it reports how late its first batch was. It prints one
+// JSON line: publications, elapsed seconds, the channel's last offset, lateMs.
 func publish(args []string) error {
 	flags := flag.NewFlagSet("publish", flag.ExitOnError)
 	redisAddr := flags.String("redis", "127.0.0.1:6379", "redis-server address")
@@ -23,6 +26,7 @@ func publish(args []string) error {
 	intervalMs := flags.Int("interval-ms", 100, "one batch this often")
 	seconds := flags.Float64("seconds", 5, "publish for this long")
 	payloadBytes := flags.Int("payload-bytes", 100, "size of each publication's data")
+	startAtMs := flags.Int64("start-at-ms", 0, "the schedule's first batch at this Unix time in ms (0: at once)")
 	_ = flags.Parse(args)
 
 	node, err := newNode(*redisAddr)
@@ -34,6 +38,10 @@ func publish(args []string) error {
 	}
 	interval := time.Duration(*intervalMs) * time.Millisecond
 	started := time.Now()
+	if *startAtMs > 0 {
+		started = time.UnixMilli(*startAtMs)
+	}
+	lateMs := max(time.Since(started).Milliseconds(), 0)
 	published, batches := 0, 0
 	var last centrifuge.StreamPosition
 	for time.Duration(batches)*interval < time.Duration(*seconds*float64(time.Second)) {
@@ -52,7 +60,7 @@ func publish(args []string) error {
 	}
 	return json.NewEncoder(os.Stdout).Encode(map[string]any{
 		"published": published, "seconds": time.Since(started).Seconds(),
-		"offset": last.Offset, "epoch": last.Epoch,
+		"offset": last.Offset, "epoch": last.Epoch, "lateMs": lateMs,
 	})
 }
 

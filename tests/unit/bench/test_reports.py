@@ -83,7 +83,7 @@ def test_the_side_by_side_section() -> None:
     idles = [Idle(server=s, clients=1000, connected=1000, failed=0, connect_seconds=0.4, connect_p50=0.025,
                   connect_p99=0.056, before={"VmRSS": 50_000}, after={"VmRSS": 62_000}, repeat=r)
              for s in servers for r in (1, 2)]
-    kills = [Kill(server=s, clients=1000, rate=100, published=1000, caught_up_s=0.6, recovered_clients=1000,
+    kills = [Kill(server=s, clients=1000, rate=100, published=1000, caught_up_s=0.6, back_s=0.5, recovered_clients=1000,
                   not_caught_up=0, seen=outcome(1000, 10), repeat=r) for s in servers for r in (1, 2)]
     context = _sbs_report.Context(args=args, command=".venv/bin/python bench/side_by_side.py", info=INFO, date=DATE,
                                   wall=600.0, load_before=LOAD, load_after=LOAD)

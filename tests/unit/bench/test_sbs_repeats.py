@@ -105,8 +105,8 @@ def idle(server: str, clients: int, repeat: int, connect: float, kb: float) -> I
 
 
 def kill(server: str, repeat: int, caught: float) -> Kill:
-    return Kill(server=server, clients=1000, rate=100, published=1000, caught_up_s=caught, recovered_clients=1000,
-                not_caught_up=0, seen=seen(1000, 10.0), repeat=repeat)
+    return Kill(server=server, clients=1000, rate=100, published=1000, caught_up_s=caught, back_s=caught - 0.1,
+                recovered_clients=1000, not_caught_up=0, seen=seen(1000, 10.0), repeat=repeat)
 
 
 def three_repeats(gateway_cpu: list[float]) -> tuple[list[Phase], list[Idle], list[Kill]]:
@@ -161,7 +161,7 @@ def test_the_tables_show_medians_and_the_spread_against_the_peer() -> None:
     memory = "\n".join(_sbs_report.memory_table(idles))
     assert "| 0.40 (2.00x, 1.33-4.00x) |" in memory and "| 0.20 (1.00x) |" in memory
     table = "\n".join(_sbs_report.kill_table(kills))
-    assert "| sparkwire gateway | 1,000 | 100 | 3 | 0.60 (0.86x, 0.75-1.00x) |" in table
+    assert "| sparkwire gateway | 1,000 | 100 | 3 | 0.500 (0.83x, 0.71-1.00x) | 0.60 (0.86x, 0.75-1.00x) |" in table
 
 
 def test_an_aim_judged_in_a_repeat_without_a_peer_is_not_judged() -> None:
