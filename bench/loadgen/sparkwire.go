@@ -96,6 +96,10 @@ func sparkwireHandle(c *client, data []byte, now time.Time) error {
 			c.reposition(frame.Seq, c.position() != noPosition) // a snapshot for a client with a position is a reset
 			c.markReady(now, c.reconnectedOnce())
 		}
+	case "acks": // the pod's ack budget moved (docs/protocol.md): ack as it now asks
+		c.mu.Lock()
+		c.ackEvery, c.ackInterval = frame.AckEvery, time.Duration(frame.AckIntervalMs)*time.Millisecond
+		c.mu.Unlock()
 	case "ping":
 		c.write(fmt.Appendf(nil, `{"type":"pong","t":%d}`, frame.T))
 	case "error":

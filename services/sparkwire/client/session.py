@@ -26,6 +26,7 @@ from sparkwire.protocol.items import StateItem
 from sparkwire.protocol.limits import PROTOCOL_VERSION
 from sparkwire.protocol.positions import Cursor, Gap
 from sparkwire.protocol.server_frames import (
+    AckPolicy,
     EntriesFrame,
     ErrorFrame,
     ReceivedEntry,
@@ -126,6 +127,7 @@ class ClientSession:
 
     def _begin_connection_state(self) -> None:
         self.welcome = None
+        self.ack_policy: AckPolicy | None = None  # the welcome's, then the last ``acks`` frame's
         self._snapshot_parts: list[SnapshotPart] = []
         self._snapshot_expected = False
         # Acks are per connection: the server refuses one that goes back on the same connection.
@@ -163,6 +165,8 @@ class ClientSession:
             return self._on_view_entries(frame)
         if isinstance(frame, ErrorFrame):
             self.last_error = frame
+        elif isinstance(frame, AckPolicy):  # the pod's ack budget moved: ack as it now asks
+            self.ack_policy = frame
         elif isinstance(frame, Ping):
             return Reaction(send=[encode_heartbeat(Pong(frame.t))])
         elif isinstance(frame, UnknownFrame):
@@ -173,6 +177,7 @@ class ClientSession:
         if self.welcome is not None:
             return Reaction(protocol_error="second welcome on one connection")
         self.welcome = welcome
+        self.ack_policy = AckPolicy(welcome.ack_every, welcome.ack_interval_ms)
         self.welcomes += 1
         self.session_id = welcome.session  # the server may refuse ours and hand out a new one
         if (refused := self.view.on_welcome(welcome)) is not None:
@@ -292,16 +297,16 @@ class ClientSession:
 
     def seconds_until_ack(self) -> float | None:
         """How long until an ack is due by time (0 if it is due now), or None if nothing awaits an ack."""
-        if self.welcome is None or self._unacked_since is None:
+        if self.ack_policy is None or self._unacked_since is None:
             return None
-        due_at = self._unacked_since + self.welcome.ack_interval_ms / 1000
+        due_at = self._unacked_since + self.ack_policy.ack_interval_ms / 1000
         return max(0.0, due_at - self._clock())
 
     def due_acks(self) -> list[str]:
         """The ack to send now, if ``ackEvery`` entries or ``ackIntervalMs`` passed since the seq moved."""
-        if self.welcome is None:
+        if self.ack_policy is None:
             return []
-        by_count = self._unacked_entries >= self.welcome.ack_every
+        by_count = self._unacked_entries >= self.ack_policy.ack_every
         if by_count or self.seconds_until_ack() == 0.0:
             return self._ack_if_moved()
         return []

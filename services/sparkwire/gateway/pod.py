@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Literal, get_args
 
 from sparkwire.gateway import metrics
+from sparkwire.gateway.connection.ack_budget import AckBudget
 from sparkwire.gateway.connection.lifecycle import Connection
 from sparkwire.gateway.fanout.hub import StreamHub
 from sparkwire.gateway.settings import ConnectionSettings
@@ -43,6 +44,8 @@ class Gateway:
     def __post_init__(self) -> None:
         self.hubs = {s: StreamHub(self.backend.stream(s), s, ring_size=self.ring_size, queue_size=self.send_queue)
                      for s in self.streams}
+        # Each stream's ack policy, re-advertised to its connections as their number moves (``ack_budget``).
+        self.acks = {s: AckBudget(self.connection) for s in self.streams}
         self.replication = ReplicationWatch(self.backend.replication, interval_s=self.replication_poll_s)
         # Each stream's (and transport's) labelled metrics, looked up once: ``labels()`` per connection was ~3 %
         # of a handshake's CPU when thousands connect at once.
@@ -82,7 +85,7 @@ class Gateway:
         self._accepted[(stream, transport_name)].inc()
         try:
             await Connection(socket, transport, self.hubs[stream], self.sessions, self.connection,
-                             self.draining).serve()
+                             self.draining, self.acks[stream]).serve()
         finally:
             self.open_connections -= 1
             open_gauge.dec()

@@ -28,6 +28,7 @@ from sparkwire.protocol.filter_match import compile_filter
 from sparkwire.protocol.limits import PROTOCOL_VERSION
 from sparkwire.protocol.positions import Cursor, Gap
 from sparkwire.protocol.server_frames import (
+    AckPolicy,
     EntriesFrame,
     ErrorFrame,
     ReceivedEntry,
@@ -41,8 +42,8 @@ from sparkwire.protocol.server_frames import (
 from sparkwire.protocol.view_frames import Removal, ViewEntriesFrame
 
 __all__ = [
-    "CLOSE_SPECS", "PROTOCOL_VERSION", "Ack", "ClientFrame", "CloseCode", "Cursor", "EntriesFrame", "ErrorFrame",
-    "Filter", "FilterError", "Gap", "Hello", "Ping", "Pong", "ProtocolError", "ReceivedEntry", "Removal",
+    "CLOSE_SPECS", "PROTOCOL_VERSION", "Ack", "AckPolicy", "ClientFrame", "CloseCode", "Cursor", "EntriesFrame",
+    "ErrorFrame", "Filter", "FilterError", "Gap", "Hello", "Ping", "Pong", "ProtocolError", "ReceivedEntry", "Removal",
     "ServerFrame", "ServerFrameError", "SnapshotPart", "UnknownFrame", "ViewEntriesFrame", "Welcome",
     "canonical_json", "close_reason", "compile_filter", "encode_ack", "encode_heartbeat", "encode_hello",
     "filter_id", "is_resumable", "parse_client_frame", "parse_filter", "parse_server_frame",

@@ -1,4 +1,4 @@
-"""Server frames (welcome, snapshot, entries, error): how the server encodes them and how a client reads
+"""Server frames (welcome, snapshot, entries, acks, error): how the server encodes them and how a client reads
 them (docs/protocol.md, "Server frames").
 
 Entries are encoded once per pod (``encode_entry``) and the fragments joined into frames per client
@@ -52,6 +52,19 @@ def encode_welcome(welcome: Welcome) -> str:
     if welcome.view is not None:
         document["view"] = welcome.view
     return dumps(document)
+
+
+@dataclass(frozen=True)
+class AckPolicy:
+    """``acks``: from now on, ack after ``ack_every`` entries or ``ack_interval_ms``, whichever first — what
+    the welcome asked, asked again when the pod's connection count moved its ack budget (docs/protocol.md)."""
+
+    ack_every: int
+    ack_interval_ms: int
+
+
+def encode_ack_policy(policy: AckPolicy) -> str:
+    return dumps({"type": "acks", "ackEvery": policy.ack_every, "ackIntervalMs": policy.ack_interval_ms})
 
 
 def _entries_head(epoch: str) -> str:
@@ -144,7 +157,8 @@ class UnknownFrame:
     type: str
 
 
-ServerFrame = Welcome | SnapshotPart | EntriesFrame | ViewEntriesFrame | ErrorFrame | Ping | Pong | UnknownFrame
+ServerFrame = (Welcome | SnapshotPart | EntriesFrame | ViewEntriesFrame | AckPolicy | ErrorFrame | Ping | Pong
+               | UnknownFrame)
 
 
 def _bad(reason: str) -> NoReturn:
@@ -190,6 +204,14 @@ def _object(value: object, where: str) -> dict[str, object]:
     if not isinstance(value, dict):
         _bad(f"{where} must be an object, got {type(value).__name__}")
     return value
+
+
+def _ack_policy(document: dict[str, object]) -> AckPolicy:
+    policy = AckPolicy(ack_every=_int(document, "acks", "ackEvery"),
+                       ack_interval_ms=_int(document, "acks", "ackIntervalMs"))
+    if policy.ack_every < 1:
+        _bad("acks.ackEvery must be at least 1")
+    return policy
 
 
 def _welcome(document: dict[str, object]) -> Welcome:
@@ -278,6 +300,8 @@ def parse_server_frame(text: str | bytes) -> ServerFrame:
             code=_int(document, "error", "code"), name=_str(document, "error", "name"),
             reason=_str(document, "error", "reason"),
         )
+    if frame_type == "acks":
+        return _ack_policy(document)
     if frame_type in ("ping", "pong"):
         t = _int(document, frame_type, "t")
         return Ping(t) if frame_type == "ping" else Pong(t)

@@ -8,7 +8,15 @@ import pytest
 
 from sparkwire.client import ClientSession, ReceivedEntry
 from sparkwire.protocol.positions import Cursor, Gap
-from sparkwire.protocol.server_frames import Welcome, encode_entry, encode_snapshot, encode_welcome, pack_entries
+from sparkwire.protocol.server_frames import (
+    AckPolicy,
+    Welcome,
+    encode_ack_policy,
+    encode_entry,
+    encode_snapshot,
+    encode_welcome,
+    pack_entries,
+)
 from sparkwire.replaylog.model import Entry, Snapshot, StateItem
 
 
@@ -179,6 +187,19 @@ def test_acks_are_coalesced_by_count() -> None:
     # A big frame yields one ack for all of it, not one per ackEvery entries.
     sent = session.handle(entries(*(entry(seq) for seq in range(4, 11)))).send
     assert acks(sent) == [{"type": "ack", "seq": 10, "duplicates": 0, "gaps": 0}]
+
+
+def test_an_acks_frame_replaces_the_welcomes_policy_until_the_next_connection() -> None:
+    clock = FakeClock()
+    session = connected(clock, ack_every=3, ack_interval_ms=1000)
+    session.handle(encode_ack_policy(AckPolicy(ack_every=5, ack_interval_ms=10_000)))
+    session.handle(entries(entry(1), entry(2), entry(3)))  # an ack under the welcome's policy, not under this
+    assert session.due_acks() == []
+    assert session.seconds_until_ack() == pytest.approx(10.0)
+    assert acks(session.handle(entries(entry(4), entry(5))).send) == [
+        {"type": "ack", "seq": 5, "duplicates": 0, "gaps": 0}]
+    session.begin_connection()  # a new connection: its own welcome decides again
+    assert session.ack_policy is None
 
 
 def test_acks_are_coalesced_by_time_and_only_when_the_seq_moved() -> None:

@@ -8,13 +8,17 @@ import pytest
 from sparkwire.protocol.client_frames import Ping, Pong, encode_heartbeat
 from sparkwire.protocol.close_codes import CloseCode
 from sparkwire.protocol.server_frames import (
+    AckPolicy,
+    ServerFrameError,
     Welcome,
+    encode_ack_policy,
     encode_entries,
     encode_entry,
     encode_error,
     encode_snapshot,
     encode_welcome,
     pack_entries,
+    parse_server_frame,
 )
 from sparkwire.replaylog.model import Entry, Snapshot, StateItem
 
@@ -99,3 +103,13 @@ def test_welcome_error_and_heartbeat_frames() -> None:
     }
     assert json.loads(encode_heartbeat(Ping(3))) == {"type": "ping", "t": 3}
     assert json.loads(encode_heartbeat(Pong(3))) == {"type": "pong", "t": 3}
+
+
+def test_an_acks_frame_round_trips_and_a_malformed_one_is_refused() -> None:
+    frame = encode_ack_policy(AckPolicy(ack_every=20, ack_interval_ms=10_000))
+    assert json.loads(frame) == {"type": "acks", "ackEvery": 20, "ackIntervalMs": 10_000}
+    assert parse_server_frame(frame) == AckPolicy(20, 10_000)
+    for bad in ('{"type": "acks", "ackEvery": 0, "ackIntervalMs": 1}', '{"type": "acks", "ackEvery": 1}',
+                '{"type": "acks", "ackEvery": "1", "ackIntervalMs": 1}'):
+        with pytest.raises(ServerFrameError):
+            parse_server_frame(bad)

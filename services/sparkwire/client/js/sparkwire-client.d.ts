@@ -93,6 +93,7 @@ export type ServerFrame =
   /** A filtered `entries` frame (one with `after`): every item of the view in (after, through]; none: a position. */
   | { type: "viewEntries"; epoch: string; after: number; through: number; digest: string; items: (Entry | Removal)[] }
   | { type: "error"; code: number; name: string; reason: string }
+  | { type: "acks"; ackEvery: number; ackIntervalMs: number }
   | { type: "ping" | "pong"; t: number }
   | { type: "unknown"; name: string };
 

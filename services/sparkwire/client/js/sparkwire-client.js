@@ -273,6 +273,11 @@ export function parseFrame(text) {
       return { type, epoch: f("epoch", "string"), entries };
     }
     case "error": return { type, code: f("code", "count"), name: f("name", "string"), reason: f("reason", "string") };
+    case "acks": {  // the pod's ack budget moved: ack as it now asks (docs/protocol.md)
+      const acks = { type, ackEvery: f("ackEvery", "count"), ackIntervalMs: f("ackIntervalMs", "count") };
+      if (acks.ackEvery < 1) bad("acks.ackEvery must be at least 1");
+      return acks;
+    }
     case "ping": case "pong": return { type, t: f("t", "count") };
     default: return { type: "unknown", name: type };  // a newer server's addition: not a reason to drop
   }
@@ -654,8 +659,8 @@ export class SparkwireClient {
   _status(status) { this._emit("status", status); }
 
   _connect() {
-    const conn = { ws: this._open(), transport: this.transport, opened: false, welcome: null, snapshotParts: [],
-      snapshotExpected: false, snapshotReason: null, ackedSeq: null, unacked: 0, unackedSince: null, ackTimer: null,
+    const conn = { ws: this._open(), transport: this.transport, opened: false, welcome: null, acks: null,
+      snapshotParts: [], snapshotExpected: false, snapshotReason: null, ackedSeq: null, unacked: 0, unackedSince: null, ackTimer: null,
       silenceTimer: null, sentCursor: false, startAtFirstFrame: false };
     this.conn = conn;
     this._status({ state: "connecting", attempt: this.attempt });
@@ -730,6 +735,7 @@ export class SparkwireClient {
         return this._onEntries(conn, frame);
       case "viewEntries": return this._onViewEntries(conn, frame);
       case "error": this.lastError = frame; return {};
+      case "acks": conn.acks = { ackEvery: frame.ackEvery, ackIntervalMs: frame.ackIntervalMs }; return {};
       case "ping": return { send: [JSON.stringify({ type: "pong", t: frame.t })] };
       case "unknown": this.counts.unknownFrames += 1; return {};
       default: return {};
@@ -739,6 +745,7 @@ export class SparkwireClient {
   _onWelcome(conn, welcome) {
     if (conn.welcome) return { protocolError: "second welcome on one connection" };
     conn.welcome = welcome;
+    conn.acks = { ackEvery: welcome.ackEvery, ackIntervalMs: welcome.ackIntervalMs };  // until an "acks" frame
     this.counts.connects += 1;
     this.sessionId = welcome.session;  // the server may refuse ours and hand out a new one
     if (this.filter !== null && welcome.view === undefined) {
@@ -875,13 +882,13 @@ export class SparkwireClient {
   }
 
   _msUntilAck(conn) {
-    if (!conn.welcome || conn.unackedSince === null) return null;
-    return Math.max(0, conn.unackedSince + conn.welcome.ackIntervalMs - now());
+    if (!conn.acks || conn.unackedSince === null) return null;
+    return Math.max(0, conn.unackedSince + conn.acks.ackIntervalMs - now());
   }
 
   _dueAcks(conn) {
-    if (!conn.welcome) return [];
-    return conn.unacked >= conn.welcome.ackEvery || this._msUntilAck(conn) === 0 ? this._ackIfMoved(conn) : [];
+    if (!conn.acks) return [];
+    return conn.unacked >= conn.acks.ackEvery || this._msUntilAck(conn) === 0 ? this._ackIfMoved(conn) : [];
   }
 
   _scheduleAck(conn) {

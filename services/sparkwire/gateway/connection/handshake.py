@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from sparkwire.gateway import metrics
 from sparkwire.gateway.auth.tokens import Grant, verify_token
+from sparkwire.gateway.connection.ack_budget import AckBudget
 from sparkwire.gateway.connection.ending import Close
 from sparkwire.gateway.fanout.hub import StreamHub
 from sparkwire.gateway.recovery.continuity import verify_resume
@@ -25,7 +26,7 @@ from sparkwire.gateway.transport.contract import FrameSocket, Transport, payload
 from sparkwire.protocol.client_frames import Hello, ProtocolError, parse_client_frame
 from sparkwire.protocol.close_codes import CloseCode
 from sparkwire.protocol.scope import ScopeViolation, View, make_view
-from sparkwire.protocol.server_frames import Welcome, encode_welcome
+from sparkwire.protocol.server_frames import AckPolicy, Welcome, encode_welcome
 from sparkwire.replaylog.model import Snapshot
 
 # A cursor of the stream's epoch, a little ahead of the log this pod reads: in a Redis failover the pods move
@@ -56,11 +57,13 @@ class Admission:
 
 @dataclass(frozen=True, slots=True)
 class Start:
-    """Where the connection starts: the epoch its frames carry (empty for a stream not yet written) and the
-    seq after which entries are due (the resumed cursor, or the snapshot's seq)."""
+    """Where the connection starts: the epoch its frames carry (empty for a stream not yet written), the
+    seq after which entries are due (the resumed cursor, or the snapshot's seq), and the ack policy its
+    welcome asked for."""
 
     epoch: str
     after: int
+    acks: AckPolicy
 
 
 async def admit(socket: FrameSocket, stream: str, sessions: SessionStore,
@@ -86,8 +89,10 @@ async def admit(socket: FrameSocket, stream: str, sessions: SessionStore,
 
 
 async def start(socket: FrameSocket, transport: Transport, hub: StreamHub, sessions: SessionStore,
-                settings: ConnectionSettings, admission: Admission) -> Start:
-    """Mark the session connected, send the welcome, and the snapshot when the client cannot resume."""
+                settings: ConnectionSettings, admission: Admission, acks: AckBudget | None = None) -> Start:
+    """Mark the session connected, send the welcome (with ``acks``' policy for the connections the hub holds
+    now; without a budget, the settings' own), and the snapshot when the client cannot resume."""
+    policy = (acks or AckBudget(settings)).update(len(hub.subscriptions))
     if admission.view is not None:  # the stream's mode (removals in update mode) known before its feed starts
         await hub.views_ready()
     if admission.hello.cursor is None and admission.stored is None:
@@ -95,9 +100,9 @@ async def start(socket: FrameSocket, transport: Transport, hub: StreamHub, sessi
         # no read of the stream's meta (one Redis read per two handshakes when thousands connect at once).
         await sessions.connected(admission.session_id, hub.stream, admission.subject)
         snapshot, frames = await _snapshot(hub, settings, admission, NO_POSITION)
-        await _send(socket, transport, [_welcome(hub, settings, admission, snapshot.epoch, snapshot.seq,
-                                                 NO_POSITION), *frames])
-        return Start(snapshot.epoch, snapshot.seq)
+        await _send(socket, transport, [_welcome(admission, policy, snapshot.epoch, snapshot.seq, NO_POSITION),
+                                        *frames])
+        return Start(snapshot.epoch, snapshot.seq, policy)
     meta = await hub.meta()
     # Used even with a cursor: its counts are the baseline of the cumulative ones the acks carry.
     stored = admission.stored
@@ -116,22 +121,20 @@ async def start(socket: FrameSocket, transport: Transport, hub: StreamHub, sessi
     plan = fit_view(plan, position_view, admission.view)
     plan = await _verify(hub, plan, admission)
     await sessions.connected(admission.session_id, hub.stream, admission.subject)
-    welcome = _welcome(hub, settings, admission, meta.epoch, meta.last_seq, plan)
+    welcome = _welcome(admission, policy, meta.epoch, meta.last_seq, plan)
     if plan.after_seq is not None:
         await _send(socket, transport, [welcome])
-        return Start(meta.epoch, plan.after_seq)
+        return Start(meta.epoch, plan.after_seq, policy)
     snapshot, frames = await _snapshot(hub, settings, admission, plan)
     await _send(socket, transport, [welcome, *frames])
-    return Start(snapshot.epoch, snapshot.seq)
+    return Start(snapshot.epoch, snapshot.seq, policy)
 
 
-def _welcome(hub: StreamHub, settings: ConnectionSettings, admission: Admission, epoch: str, head_seq: int,
-             plan: StartPlan) -> str:
-    ack_every, ack_interval_ms = settings.ack_policy(len(hub.subscriptions))
+def _welcome(admission: Admission, policy: AckPolicy, epoch: str, head_seq: int, plan: StartPlan) -> str:
     return encode_welcome(Welcome(
         session=admission.session_id, epoch=epoch, head_seq=head_seq, recovered=plan.recovered,
-        reset=None if plan.reset == "none" else plan.reset, ack_every=ack_every, ack_interval_ms=ack_interval_ms,
-        view=None if admission.view is None else admission.view.id,
+        reset=None if plan.reset == "none" else plan.reset, ack_every=policy.ack_every,
+        ack_interval_ms=policy.ack_interval_ms, view=None if admission.view is None else admission.view.id,
     ))
 
 

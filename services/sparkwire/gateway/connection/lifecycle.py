@@ -15,6 +15,7 @@ from starlette.websockets import WebSocketDisconnect
 from sparkwire.gateway import metrics
 from sparkwire.gateway.auth.tokens import AuthError
 from sparkwire.gateway.connection import handshake
+from sparkwire.gateway.connection.ack_budget import AckBudget
 from sparkwire.gateway.connection.ending import Close
 from sparkwire.gateway.connection.receiver import Receiver
 from sparkwire.gateway.connection.sender import Sender, Timers
@@ -33,10 +34,13 @@ log = logging.getLogger(__name__)
 
 
 class Connection:
-    __slots__ = ("draining", "hub", "sessions", "settings", "socket", "transport")
+    __slots__ = ("acks", "draining", "hub", "sessions", "settings", "socket", "transport")
 
     def __init__(self, socket: FrameSocket, transport: Transport, hub: StreamHub, sessions: SessionStore,
-                 settings: ConnectionSettings, draining: asyncio.Event) -> None:
+                 settings: ConnectionSettings, draining: asyncio.Event, acks: AckBudget | None = None) -> None:
+        """``acks``: the stream's ack budget on this pod, shared by its connections (without it, this
+        connection's own)."""
+        self.acks = AckBudget(settings) if acks is None else acks
         self.socket = socket
         self.transport = transport
         self.hub = hub
@@ -65,11 +69,13 @@ class Connection:
         subscription = self.hub.subscribe()  # before any read, so nothing committed from now on is missed
         try:
             start = await handshake.start(self.socket, self.transport, self.hub, self.sessions, self.settings,
-                                          admission)
+                                          admission, self.acks)
             sender = (Sender(self.socket, self.transport, self.hub, subscription, self.settings, timers,
-                             admission.grant, start.epoch, start.after) if admission.view is None
+                             admission.grant, start.epoch, start.after, acks=self.acks, acks_sent=start.acks)
+                      if admission.view is None
                       else ViewSender(self.socket, self.transport, self.hub, subscription, self.settings, timers,
-                                      admission.grant, start.epoch, start.after, admission.view))
+                                      admission.grant, start.epoch, start.after, admission.view, acks=self.acks,
+                                      acks_sent=start.acks))
             receiver = Receiver(sender, self.sessions, admission, self.settings.max_client_frame_bytes)
             # Send until the subscription ends (awaited here, not in a helper: an idle connection keeps every
             # coroutine frame it waits in). The sender's task is the connection's only one: the client's
@@ -86,6 +92,7 @@ class Connection:
                 subscription.write_through = None
         finally:
             self.hub.unsubscribe(subscription)
+            self.acks.update(len(self.hub.subscriptions))  # fewer clients: each may ack more often
             # The client may reconnect to another pod at once: its last ack must be there first.
             with contextlib.suppress(*UNAVAILABLE):
                 await self.sessions.flush(only=(admission.session_id, self.hub.stream))

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from sparkwire.gateway import metrics
 from sparkwire.gateway.auth.tokens import Grant
+from sparkwire.gateway.connection.ack_budget import AckBudget
 from sparkwire.gateway.connection.ending import Close
 from sparkwire.gateway.fanout.hub import StreamHub
 from sparkwire.gateway.fanout.subscription import LiveBatch, LiveEntry, Subscription
@@ -20,7 +21,7 @@ from sparkwire.gateway.settings import ConnectionSettings
 from sparkwire.gateway.transport.contract import FrameSocket, Transport, serialize_text_frames
 from sparkwire.protocol.client_frames import Ping, encode_heartbeat
 from sparkwire.protocol.close_codes import CloseCode
-from sparkwire.protocol.server_frames import EncodedEntry, encode_entry, pack_entries
+from sparkwire.protocol.server_frames import AckPolicy, EncodedEntry, encode_entry, pack_entries
 from sparkwire.replaylog.model import Entry
 
 
@@ -45,11 +46,16 @@ class Timers:
 
 class Sender:
     # Slots: thousands of idle connections each kept a dict of these.
-    __slots__ = ("_delivered", "_latency", "epoch", "grant", "hub", "max_frame_bytes", "merger", "settings",
-                 "socket", "subscription", "timers", "transport")
+    __slots__ = ("_acks_sent", "_delivered", "_latency", "acks", "epoch", "grant", "hub", "max_frame_bytes", "merger",
+                 "settings", "socket", "subscription", "timers", "transport")
 
     def __init__(self, socket: FrameSocket, transport: Transport, hub: StreamHub, subscription: Subscription,
-                 settings: ConnectionSettings, timers: Timers, grant: Grant | None, epoch: str, after: int) -> None:
+                 settings: ConnectionSettings, timers: Timers, grant: Grant | None, epoch: str, after: int, *,
+                 acks: AckBudget | None = None, acks_sent: AckPolicy | None = None) -> None:
+        """``acks``: the stream's ack budget on this pod, ``acks_sent`` the policy the client's welcome asked
+        for (without them: a budget of this connection's own, which never moves)."""
+        self.acks = AckBudget(settings) if acks is None else acks
+        self._acks_sent = self.acks.policy if acks_sent is None else acks_sent
         self.socket = socket
         self.transport = transport
         self.hub = hub
@@ -81,7 +87,8 @@ class Sender:
         the socket if it is exactly the run due next (``transport.uvicorn_websocket``): the entries written;
         None leaves it to ``_live``."""
         run = batch.run
-        if run is None or run[0] != self.merger.delivered + 1 or not self.epoch or self.epoch != self.hub.epoch:
+        if (run is None or run[0] != self.merger.delivered + 1 or not self.epoch or self.epoch != self.hub.epoch
+                or self._acks_sent is not self.acks.policy):  # a new ack policy goes first: the task sends both
             return None
         if not self.transport.write(batch.wire(self.epoch, self.max_frame_bytes)):
             return None
@@ -174,6 +181,15 @@ class Sender:
         entries = await self.hub.log.read_after(self.merger.delivered, self.settings.page_size)
         return [(entry, encode_entry(entry)) for entry in entries], "redis"
 
+    def _ack_policy_frames(self) -> list[str]:
+        """[the ``acks`` frame] when the budget's policy moved since the client's last one (counted as sent
+        from now), else []."""
+        policy = self.acks.policy
+        if policy is self._acks_sent:
+            return []
+        self._acks_sent = policy
+        return [self.acks.frame]
+
     async def _frame_epoch(self) -> str:
         if not self.epoch:  # connected to an empty stream: its epoch was created by a commit since
             self.epoch = self.hub.epoch or (await self.hub.meta()).epoch
@@ -188,7 +204,11 @@ class Sender:
         """``frames`` in one direct write when the transport takes it (``wire``: their bytes, when shared by
         every connection), else one by one through the socket. A client catching up, or behind the live
         feed, got every frame through the ASGI send and websockets' framing in Python: several percent of
-        the pod's CPU in a profile of the resume storm after a pod was lost."""
+        the pod's CPU in a profile of the resume storm after a pod was lost. A new ack policy
+        (``ack_budget``) goes before them."""
+        update = self._ack_policy_frames()
+        if update:
+            frames, wire = [*update, *frames], None
         if self.transport.write(serialize_text_frames(frames) if wire is None else wire):
             self._delivered.inc(entries)
             return

@@ -14,6 +14,7 @@ import time
 
 from sparkwire.gateway import metrics
 from sparkwire.gateway.auth.tokens import Grant
+from sparkwire.gateway.connection.ack_budget import AckBudget
 from sparkwire.gateway.connection.sender import Sender, Timers
 from sparkwire.gateway.fanout.hub import StreamHub
 from sparkwire.gateway.fanout.subscription import LiveBatch, Subscription
@@ -21,7 +22,7 @@ from sparkwire.gateway.settings import ConnectionSettings
 from sparkwire.gateway.transport.contract import FrameSocket, Transport
 from sparkwire.protocol.limits import VIEW_POSITION_INTERVAL_MS
 from sparkwire.protocol.scope import View
-from sparkwire.protocol.server_frames import EncodedEntry, encode_entry
+from sparkwire.protocol.server_frames import AckPolicy, EncodedEntry, encode_entry
 from sparkwire.protocol.view_feed import ViewFeed, ViewFrame, ViewItem, encode_removal, encode_view_frame
 from sparkwire.replaylog.model import Entry
 
@@ -41,8 +42,10 @@ class ViewSender(Sender):
 
     def __init__(self, socket: FrameSocket, transport: Transport, hub: StreamHub, subscription: Subscription,
                  settings: ConnectionSettings, timers: Timers, grant: Grant | None, epoch: str, after: int,
-                 view: View, interval_ms: int = VIEW_POSITION_INTERVAL_MS) -> None:
-        super().__init__(socket, transport, hub, subscription, settings, timers, grant, epoch, after)
+                 view: View, interval_ms: int = VIEW_POSITION_INTERVAL_MS, *, acks: AckBudget | None = None,
+                 acks_sent: AckPolicy | None = None) -> None:
+        super().__init__(socket, transport, hub, subscription, settings, timers, grant, epoch, after, acks=acks,
+                         acks_sent=acks_sent)
         views = hub.views
         self._view = view
         self._interval_s = interval_ms / 1000
@@ -72,7 +75,8 @@ class ViewSender(Sender):
         entries delivered, or None: the task sends it (update mode, a mode just learnt, another position)."""
         feed, run, views = self.feed, batch.run, self.hub.views
         if (run is None or feed.view.removals or views.removals or not self.epoch or self.epoch != self.hub.epoch
-                or run[0] != self.merger.delivered + 1 or run[0] != feed.seen + 1):
+                or run[0] != self.merger.delivered + 1 or run[0] != feed.seen + 1
+                or self._acks_sent is not self.acks.policy):
             return None
         items = batch.view_items(feed.view, views.data_of)
         now = monotonic_ms()
@@ -136,6 +140,8 @@ class ViewSender(Sender):
 
         if frames:
             epoch = await self._frame_epoch()
+            for text in self._ack_policy_frames():
+                await self.socket.send_text(text)
             for frame in frames:
                 for text in encode_view_frame(epoch, frame, encoded, self.max_frame_bytes):
                     await self.socket.send_text(text)

@@ -88,3 +88,23 @@ test("the cursor, the hello and acks carry the digest of the entry at their seq"
     { seq: 6, processingId: "p6", key: "k", data: 6, commitMs: 0 }] }));
   assert.deepEqual(client.cursor, { epoch: "e", seq: 6 });
 });
+
+test("an acks frame replaces the welcome's ack policy on that connection", () => {
+  assert.deepEqual(parseFrame(JSON.stringify({ type: "acks", ackEvery: 5, ackIntervalMs: 4000 })),
+    { type: "acks", ackEvery: 5, ackIntervalMs: 4000 });
+  assert.throws(() => parseFrame(JSON.stringify({ type: "acks", ackEvery: 0, ackIntervalMs: 1 })),
+    (error) => error instanceof FrameError && /acks.ackEvery must be at least 1/.test(error.message));
+  const client = new SparkwireClient({ url: "ws://127.0.0.1:1/ws", stream: "s", storage: null });
+  const conn = connection();
+  client._handle(conn, frame({ type: "welcome", session: "s1", epoch: "e", headSeq: 0, recovered: false,
+    reset: "no_position", ackEvery: 2, ackIntervalMs: 1000 }));
+  client._handle(conn, frame({ type: "snapshot", epoch: "e", seq: 0, items: {}, more: false }));
+  const entry = (seq) => ({ seq, processingId: `p${seq}`, key: "k", data: seq, commitMs: 0 });
+  // Two entries were an ack under the welcome's policy; after the pod asked for one every 3, they are not.
+  client._handle(conn, frame({ type: "acks", ackEvery: 3, ackIntervalMs: 60000 }));
+  const first = client._handle(conn, frame({ type: "entries", epoch: "e", entries: [entry(1), entry(2)] }));
+  assert.deepEqual(first.send ?? [], []);
+  assert.ok(client._msUntilAck(conn) > 50000);  // due by the new interval, not the welcome's second
+  const third = client._handle(conn, frame({ type: "entries", epoch: "e", entries: [entry(3)] }));
+  assert.deepEqual(third.send.map((text) => JSON.parse(text)), [{ type: "ack", seq: 3, duplicates: 0, gaps: 0 }]);
+});
