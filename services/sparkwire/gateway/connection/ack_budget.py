@@ -5,10 +5,11 @@ A client's welcome carries the policy for the count at its handshake (``Connecti
 policy fixed at the welcome does not hold the budget: the clients that connected first, while the pod was
 nearly empty, kept acking every second after thousands joined. After a ramp to 10,000 clients the pod got
 ~3,000 acks a second, not the 1,000 asked (15,000 in 5 s; ~3,300 with this), and parsing and storing them
-took CPU from a fan-out that already needs most of the core (docs/benchmarks.md). So the budget re-advertises: when the count has moved the policy by half or double, a new policy
-replaces it, and every connection's next frame is preceded by an ``acks`` frame carrying it (the sender's
-``_send_frames``; the hub's write-through leaves such a batch to the sender). Only at those steps (a
-handful on a ramp from 0 to 10,000), so a connection count that wobbles does not send frames for nothing.
+took CPU from a fan-out that already needs most of the core (docs/benchmarks.md). So the budget
+re-advertises: when the count has moved the policy by half or double, a new policy replaces it, and every
+connection's next frame is preceded by an ``acks`` frame carrying it (the sender's ``_send_frames``; the
+hub's write-through leaves such a batch to the sender). Only at those steps (a handful on a ramp from 0 to
+10,000), so a connection count that wobbles does not send frames for nothing.
 """
 
 from __future__ import annotations
