@@ -11,6 +11,7 @@ from starlette.websockets import WebSocket
 from websockets.frames import Frame
 from websockets.streams import StreamReader
 
+from sparkwire.gateway.connection.ack_budget import AckBudget
 from sparkwire.gateway.fanout.hub import StreamHub
 from sparkwire.gateway.settings import ConnectionSettings
 from sparkwire.gateway.transport.contract import Listener, Message
@@ -101,6 +102,11 @@ def settings(**changes: Any) -> ConnectionSettings:
         "max_server_frame_bytes": 1 << 20, "page_size": 8, "auth_secret": "",
     }
     return ConnectionSettings(**{**values, **changes})
+
+
+def budget(config: ConnectionSettings | None = None) -> AckBudget:
+    """A stream's ack budget, as the pod holds one per stream (``settings()``'s by default)."""
+    return AckBudget(config or settings())
 
 
 async def hub_with(entries: int) -> StreamHub:

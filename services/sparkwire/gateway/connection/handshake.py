@@ -89,10 +89,10 @@ async def admit(socket: FrameSocket, stream: str, sessions: SessionStore,
 
 
 async def start(socket: FrameSocket, transport: Transport, hub: StreamHub, sessions: SessionStore,
-                settings: ConnectionSettings, admission: Admission, acks: AckBudget | None = None) -> Start:
+                settings: ConnectionSettings, admission: Admission, acks: AckBudget) -> Start:
     """Mark the session connected, send the welcome (with ``acks``' policy for the connections the hub holds
-    now; without a budget, the settings' own), and the snapshot when the client cannot resume."""
-    policy = (acks or AckBudget(settings)).update(len(hub.subscriptions))
+    now), and the snapshot when the client cannot resume."""
+    policy = acks.update(len(hub.subscriptions))
     if admission.view is not None:  # the stream's mode (removals in update mode) known before its feed starts
         await hub.views_ready()
     if admission.hello.cursor is None and admission.stored is None:

@@ -37,10 +37,9 @@ class Connection:
     __slots__ = ("acks", "draining", "hub", "sessions", "settings", "socket", "transport")
 
     def __init__(self, socket: FrameSocket, transport: Transport, hub: StreamHub, sessions: SessionStore,
-                 settings: ConnectionSettings, draining: asyncio.Event, acks: AckBudget | None = None) -> None:
-        """``acks``: the stream's ack budget on this pod, shared by its connections (without it, this
-        connection's own)."""
-        self.acks = AckBudget(settings) if acks is None else acks
+                 settings: ConnectionSettings, draining: asyncio.Event, acks: AckBudget) -> None:
+        """``acks``: the stream's ack budget on this pod, shared by its connections."""
+        self.acks = acks
         self.socket = socket
         self.transport = transport
         self.hub = hub

@@ -51,10 +51,10 @@ class Sender:
 
     def __init__(self, socket: FrameSocket, transport: Transport, hub: StreamHub, subscription: Subscription,
                  settings: ConnectionSettings, timers: Timers, grant: Grant | None, epoch: str, after: int, *,
-                 acks: AckBudget | None = None, acks_sent: AckPolicy | None = None) -> None:
-        """``acks``: the stream's ack budget on this pod, ``acks_sent`` the policy the client's welcome asked
-        for (without them: a budget of this connection's own, which never moves)."""
-        self.acks = AckBudget(settings) if acks is None else acks
+                 acks: AckBudget, acks_sent: AckPolicy | None = None) -> None:
+        """``acks``: the stream's ack budget on this pod; ``acks_sent``: the policy the client's welcome asked
+        for (by default the budget's current one)."""
+        self.acks = acks
         self._acks_sent = self.acks.policy if acks_sent is None else acks_sent
         self.socket = socket
         self.transport = transport

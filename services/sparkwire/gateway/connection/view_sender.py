@@ -42,7 +42,7 @@ class ViewSender(Sender):
 
     def __init__(self, socket: FrameSocket, transport: Transport, hub: StreamHub, subscription: Subscription,
                  settings: ConnectionSettings, timers: Timers, grant: Grant | None, epoch: str, after: int,
-                 view: View, interval_ms: int = VIEW_POSITION_INTERVAL_MS, *, acks: AckBudget | None = None,
+                 view: View, interval_ms: int = VIEW_POSITION_INTERVAL_MS, *, acks: AckBudget,
                  acks_sent: AckPolicy | None = None) -> None:
         super().__init__(socket, transport, hub, subscription, settings, timers, grant, epoch, after, acks=acks,
                          acks_sent=acks_sent)

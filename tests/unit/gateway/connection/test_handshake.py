@@ -28,7 +28,7 @@ from sparkwire.replaylog.memory import MemorySessionRecords
 from sparkwire.replaylog.model import Snapshot, StreamMeta
 from sparkwire.replaylog.port import SessionPosition
 
-from ..connection_fakes import STREAM, FakeSocket, FakeWire, hub_with, settings
+from ..connection_fakes import STREAM, FakeSocket, FakeWire, budget, hub_with, settings
 
 SECRET = "s" * 32
 
@@ -91,7 +91,7 @@ def test_a_client_with_no_cursor_gets_the_welcome_then_a_snapshot_and_starts_aft
         hub = await hub_with(12)
         socket = FakeSocket()
         admission = Admission(Hello(1, None, None, None), None, "fresh", None)
-        begun = await start(socket.as_websocket(), FakeWire(), hub, store(), settings(), admission)
+        begun = await start(socket.as_websocket(), FakeWire(), hub, store(), settings(), admission, budget())
         return socket, begun.after, begun.epoch, hub.epoch
 
     socket, after, epoch, log_epoch = asyncio.run(run())
@@ -109,7 +109,7 @@ def test_a_client_with_a_cursor_in_the_log_resumes_after_it_without_a_snapshot()
         hub = await hub_with(12)
         socket = FakeSocket()
         admission = Admission(Hello(1, None, Cursor(hub.epoch, 5), None), None, "fresh", None)
-        begun = await start(socket.as_websocket(), FakeWire(), hub, store(), settings(), admission)
+        begun = await start(socket.as_websocket(), FakeWire(), hub, store(), settings(), admission, budget())
         return socket, begun.after
 
     socket, after = asyncio.run(run())
@@ -123,7 +123,8 @@ def test_a_transport_with_direct_writes_gets_the_welcome_and_snapshot_in_one_wri
         hub = await hub_with(12)
         socket, wire = FakeSocket(), FakeWire(direct=True)
         admission = Admission(Hello(1, None, None, None), None, "fresh", None)
-        await start(socket.as_websocket(), wire, hub, store(), settings(max_server_frame_bytes=300), admission)
+        await start(socket.as_websocket(), wire, hub, store(), settings(max_server_frame_bytes=300), admission,
+                    budget())
         return socket, wire
 
     socket, wire = asyncio.run(run())
@@ -149,7 +150,8 @@ def test_handshakes_that_ask_together_share_one_snapshot_read() -> None:
 
         hub.log.snapshot = counted  # type: ignore[method-assign]
         admissions = [Admission(Hello(1, None, None, None), None, f"s{n}", None) for n in range(4)]
-        begun = await asyncio.gather(*(start(FakeSocket().as_websocket(), FakeWire(), hub, store(), settings(), a)
+        acks = budget()
+        begun = await asyncio.gather(*(start(FakeSocket().as_websocket(), FakeWire(), hub, store(), settings(), a, acks)
                                        for a in admissions))
         return [b.after for b in begun], reads
 
@@ -174,10 +176,10 @@ def test_a_first_connection_reads_no_meta_its_welcome_carries_the_snapshots_posi
         hub.meta = counted  # type: ignore[method-assign]
         socket = FakeSocket()
         first = Admission(Hello(1, None, None, None), None, "fresh", None)
-        begun = await start(socket.as_websocket(), FakeWire(), hub, store(), settings(), first)
+        begun = await start(socket.as_websocket(), FakeWire(), hub, store(), settings(), first, budget())
         after_first = meta_reads
         resuming = Admission(Hello(1, None, Cursor(hub.epoch, 5), None), None, "other", None)
-        await start(FakeSocket().as_websocket(), FakeWire(), hub, store(), settings(), resuming)
+        await start(FakeSocket().as_websocket(), FakeWire(), hub, store(), settings(), resuming, budget())
         return socket, begun.after, after_first, meta_reads
 
     socket, after, reads_first, reads_both = asyncio.run(run())

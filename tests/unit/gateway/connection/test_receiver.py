@@ -27,7 +27,7 @@ from sparkwire.protocol import (
 from sparkwire.replaylog.memory import MemorySessionRecords
 from sparkwire.replaylog.port import SessionPosition
 
-from ..connection_fakes import STREAM, FakeSocket, FakeWire, hub_with, settings
+from ..connection_fakes import STREAM, FakeSocket, FakeWire, budget, hub_with, settings
 
 
 class Parts:
@@ -40,7 +40,7 @@ class Parts:
         now = time.monotonic()
         timers = Timers(next_ping=now + 60, expires_at_monotonic=None, last_heard=now - 30)
         self.sender = Sender(FakeSocket().as_websocket(), self.wire, self.hub, self.subscription, settings(),
-                             timers, None, self.hub.epoch, after=10)
+                             timers, None, self.hub.epoch, after=10, acks=budget())
         self.receiver = Receiver(self.sender, self.sessions, Admission(Hello(1, "s1", None, None), None, "s1", stored),
                                  max_frame_bytes=8192)
         self.sender.merger.take_run(11, 20)  # started after 10, then sent 11..20

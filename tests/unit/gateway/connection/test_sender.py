@@ -22,7 +22,7 @@ from sparkwire.protocol.server_frames import encode_entry
 from sparkwire.replaylog.memory import MemoryStreamLog
 from sparkwire.replaylog.model import Record
 
-from ..connection_fakes import FakeSocket, FakeWire, hub_with, settings
+from ..connection_fakes import FakeSocket, FakeWire, budget, hub_with, settings
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -32,7 +32,8 @@ def sender_for(hub: StreamHub, socket: FakeSocket, after: int, config: Connectio
     config = config or settings()
     now = time.monotonic()
     timers = Timers(next_ping=now + config.ping_interval_s, expires_at_monotonic=None, last_heard=now - heard_ago)
-    return Sender(socket.as_websocket(), FakeWire(), hub, hub.subscribe(), config, timers, grant, hub.epoch, after)
+    return Sender(socket.as_websocket(), FakeWire(), hub, hub.subscribe(), config, timers, grant, hub.epoch, after,
+                  acks=budget(config))
 
 
 async def until(condition: Callable[[], bool], task: asyncio.Task[None]) -> None:
@@ -138,7 +139,8 @@ def test_with_a_direct_transport_history_goes_in_direct_writes_and_nothing_throu
         socket, wire = FakeSocket(), FakeWire(direct=direct)
         now = time.monotonic()
         timers = Timers(next_ping=now + 60, expires_at_monotonic=None, last_heard=now)
-        sender = Sender(socket.as_websocket(), wire, hub, hub.subscribe(), settings(), timers, None, hub.epoch, 10)
+        sender = Sender(socket.as_websocket(), wire, hub, hub.subscribe(), settings(), timers, None, hub.epoch, 10,
+                        acks=budget())
         await running(sender, lambda task: until(lambda: sender.delivered == 30, task))
         written = [entry["seq"] for texts in wire.written for text in texts
                    for entry in json.loads(text)["entries"]]

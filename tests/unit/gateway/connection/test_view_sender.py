@@ -21,7 +21,7 @@ from sparkwire.protocol.server_frames import encode_entry, parse_server_frame
 from sparkwire.protocol.view_frames import ViewEntriesFrame
 from sparkwire.replaylog.model import Entry
 
-from ..connection_fakes import FakeSocket, FakeWire, hub_with, settings
+from ..connection_fakes import FakeSocket, FakeWire, budget, hub_with, settings
 from .test_sender import running, until
 
 pytestmark = pytest.mark.timeout(30)
@@ -32,7 +32,7 @@ def view_sender(hub: StreamHub, socket: FakeSocket, after: int, wanted: object, 
     now = time.monotonic()
     timers = Timers(next_ping=now + config.ping_interval_s, expires_at_monotonic=None, last_heard=now)
     return ViewSender(socket.as_websocket(), FakeWire(direct=True), hub, hub.subscribe(), config, timers, None,
-                      hub.epoch, after, View(None, parse_filter(wanted)), interval_ms=interval_ms)
+                      hub.epoch, after, View(None, parse_filter(wanted)), interval_ms=interval_ms, acks=budget(config))
 
 
 def covered(socket: FakeSocket, start: int) -> tuple[ViewCoverage, list[int]]:

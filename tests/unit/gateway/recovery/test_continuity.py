@@ -19,7 +19,7 @@ from sparkwire.replaylog.memory import MemorySessionRecords, MemoryStreamLog
 from sparkwire.replaylog.model import Entry, Record
 from sparkwire.replaylog.port import SessionPosition
 
-from ..connection_fakes import FakeSocket, FakeWire, hub_with, settings
+from ..connection_fakes import FakeSocket, FakeWire, budget, hub_with, settings
 
 
 def entry(seq: int, value: float) -> Entry:
@@ -204,7 +204,7 @@ def test_a_cursor_whose_entry_was_rewritten_gets_a_snapshot_with_reset_rewind() 
         hub, before, after = await rewritten_hub()
         socket = FakeSocket()
         admission = Admission(Hello(1, None, Cursor(hub.epoch, 12, before), None), None, "fresh", None)
-        begun = await start(socket.as_websocket(), FakeWire(), hub, store(), settings(), admission)
+        begun = await start(socket.as_websocket(), FakeWire(), hub, store(), settings(), admission, budget())
         return socket.frames(), begun.after, after
 
     frames, after_seq, digest = asyncio.run(run())
@@ -221,7 +221,7 @@ def test_a_cursor_with_the_entry_the_log_holds_resumes_and_one_without_a_digest_
         for cursor in (Cursor(hub.epoch, 12, after), Cursor(hub.epoch, 12)):
             socket = FakeSocket()
             await start(socket.as_websocket(), FakeWire(), hub, store(), settings(),
-                        Admission(Hello(1, None, cursor, None), None, "fresh", None))
+                        Admission(Hello(1, None, cursor, None), None, "fresh", None), budget())
             out.append(socket.frames())
         return out
 
@@ -236,7 +236,7 @@ def test_a_session_whose_last_ack_names_a_rewritten_entry_gets_a_snapshot_with_r
         socket = FakeSocket()
         stored = SessionPosition(hub.epoch, 12, 0, 0, before)
         await start(socket.as_websocket(), FakeWire(), hub, store(), settings(),
-                    Admission(Hello(1, "s1", None, None), None, "s1", stored))
+                    Admission(Hello(1, "s1", None, None), None, "s1", stored), budget())
         welcome = socket.frames()[0]
         assert isinstance(welcome, Welcome)
         return welcome
