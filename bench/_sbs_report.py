@@ -153,7 +153,8 @@ def render(ctx: Context, idles: Sequence[Idle], phases: Sequence[Phase], kills: 
         "```",
         "",
         f"- Machine: {info['nproc']} CPUs ({info['cpu']}), {info['ram']} RAM, {info['os']}; Redis {info['redis']}"
-        f" (AOF, `appendfsync always`, one instance for all servers), Python {info['python']}.",
+        f" (AOF, `appendfsync always`, no automatic AOF rewrite, one instance for all servers),"
+        f" Python {info['python']}.",
         "- Pinning: each server runs with `taskset -c 0`, the load generator with `taskset -c 1`; `redis-server`"
         " and the publishers are not pinned (they share both CPUs). The machine is shared with other work:"
         f" load average {ctx.load_before[0]:.2f} / {ctx.load_before[1]:.2f} / {ctx.load_before[2]:.2f} before,"

@@ -15,7 +15,7 @@ from pathlib import Path
 from _common import process_cpu_seconds, raise_open_files
 from _loadgen import GoLoadGen
 from _sbs_measure import CONNECT_CONCURRENCY
-from _servers import Publisher, go_binary, make_server
+from _servers import REDIS_ARGS, Publisher, go_binary, make_server
 
 from sparkwire_harness.stack import RedisServer
 
@@ -29,7 +29,8 @@ def main() -> int:
     raise_open_files(args.clients + 1024)
     for binary in ("loadgen", "centrifuge-peer"):
         go_binary(binary)
-    with tempfile.TemporaryDirectory(prefix="sparkwire-handshake-") as tmp, RedisServer(Path(tmp)) as redis:
+    with (tempfile.TemporaryDirectory(prefix="sparkwire-handshake-") as tmp,
+          RedisServer(Path(tmp), extra_args=REDIS_ARGS) as redis):
         workdir = Path(tmp)
         loadgen = GoLoadGen(workdir / "loadgen.log")
         publishers: dict[str, Publisher] = {}

@@ -40,7 +40,7 @@ from _sbs_filtered_profile import profile_filtered
 from _sbs_measure import Idle, Kill, Phase, run_kill, run_server
 from _sbs_repeats import run_order
 from _sbs_report import SECTION, Context, render
-from _servers import Publisher, go_binary, make_server, repo_root
+from _servers import REDIS_ARGS, Publisher, go_binary, make_server, repo_root
 
 from sparkwire_harness.stack import RedisServer
 
@@ -123,7 +123,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     idles: list[Idle] = []
     phases: list[Phase] = []
     kills: list[Kill] = []
-    with tempfile.TemporaryDirectory(prefix="sparkwire-sbs-") as tmp, RedisServer(Path(tmp)) as redis:
+    with (tempfile.TemporaryDirectory(prefix="sparkwire-sbs-") as tmp,
+          RedisServer(Path(tmp), extra_args=REDIS_ARGS) as redis):
         workdir = Path(tmp)
         loadgen = GoLoadGen(workdir / "loadgen.log")
         try:
