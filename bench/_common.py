@@ -128,9 +128,16 @@ def machine_info(client: redis.Redis) -> dict[str, str]:
 
 def process_cpu_seconds(pid: int) -> float:
     """utime + stime of process ``pid`` (all its threads) from /proc/<pid>/stat."""
+    user, system = process_cpu_split(pid)
+    return user + system
+
+
+def process_cpu_split(pid: int) -> tuple[float, float]:
+    """(utime, stime) of process ``pid`` (all its threads) from /proc/<pid>/stat: its CPU in user space and in
+    the kernel on its behalf (syscalls, and the network work done in them)."""
     stat = Path(f"/proc/{pid}/stat").read_text()
     fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) ": field 3 (state) is index 0
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    return int(fields[11]) / CLOCK_TICKS, int(fields[12]) / CLOCK_TICKS
 
 
 def tree_cpu_seconds(pid: int) -> float:

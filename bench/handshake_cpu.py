@@ -1,6 +1,7 @@
 """Handshake CPU: the server's own CPU time per connection while N clients connect, for the gateway and the
 Centrifugo-engine peer, each pinned to CPU 0 with the load generator on CPU 1 (as bench/side_by_side.py).
-What the side-by-side's "connect all" rows are made of, measured alone, repeats alternating the servers.
+What the side-by-side's "connect all" rows are made of, measured alone, repeats alternating the servers; each
+split into user space and the kernel (/proc/<pid>/stat), the kernel's share being the sockets' work.
 
     flock /tmp/sparkwire-heavy.lock .venv/bin/python bench/handshake_cpu.py --clients 5000 --repeats 3
 """
@@ -12,7 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import process_cpu_seconds, raise_open_files
+from _common import process_cpu_split, raise_open_files
 from _loadgen import GoLoadGen
 from _sbs_measure import CONNECT_CONCURRENCY
 from _servers import REDIS_ARGS, Publisher, go_binary, make_server
@@ -48,12 +49,15 @@ def main() -> int:
                                      concurrency=CONNECT_CONCURRENCY)
                         loadgen.call("disconnect")  # the first connections load lazy code paths
                         time.sleep(0.5)
-                        before = process_cpu_seconds(server.pid)
+                        user_before, system_before = process_cpu_split(server.pid)
                         result = loadgen.call("connect", proto=kind, urls=[server.url], count=args.clients,
                                               concurrency=CONNECT_CONCURRENCY)
-                        cpu = process_cpu_seconds(server.pid) - before
+                        user_after, system_after = process_cpu_split(server.pid)
+                        user, system = user_after - user_before, system_after - system_before
+                        cpu = user + system
                         print(f"{kind}: {result['connected']} of {args.clients} connected in {result['seconds']:.2f} s,"
-                              f" {cpu:.2f} CPU s: {cpu / args.clients * 1e6:.0f} µs of server CPU per handshake",
+                              f" {cpu:.2f} CPU s: {cpu / args.clients * 1e6:.0f} µs of server CPU per handshake"
+                              f" ({user / args.clients * 1e6:.0f} user, {system / args.clients * 1e6:.0f} kernel)",
                               flush=True)
                         loadgen.call("disconnect")
                     finally:
