@@ -14,7 +14,7 @@ from websockets.streams import StreamReader
 from sparkwire.gateway.connection.ack_budget import AckBudget
 from sparkwire.gateway.fanout.hub import StreamHub
 from sparkwire.gateway.settings import ConnectionSettings
-from sparkwire.gateway.transport.contract import Listener, Message
+from sparkwire.gateway.transport.contract import Lane, Listener, Message
 from sparkwire.protocol import ServerFrame, parse_server_frame
 from sparkwire.replaylog.memory import MemoryStreamLog
 from sparkwire.replaylog.model import Record
@@ -57,14 +57,18 @@ class FakeSocket:
 
 class FakeWire:
     """A ``Transport`` that records pongs, ``accepts`` says whether a reply can go; with no direct path (as
-    plain ASGI), or with ``direct`` one that records the frames written."""
+    plain ASGI), or with ``direct`` one that records the frames written; ``lane``: its lane for the hub."""
 
-    def __init__(self, accepts: bool = True, direct: bool = False) -> None:
+    def __init__(self, accepts: bool = True, direct: bool = False, lane: Lane | None = None) -> None:
         self.accepts = accepts
         self.direct = direct
+        self._lane = lane
         self.written: list[list[str]] = []  # the texts of each direct write
         self.replies: list[str] = []
         self.listener: Listener | None = None
+
+    def lane(self) -> Lane | None:
+        return self._lane
 
     def write(self, frames: bytes) -> bool:
         if self.direct:

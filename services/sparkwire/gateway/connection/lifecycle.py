@@ -89,6 +89,7 @@ class Connection:
             finally:
                 self.transport.listen(None)
                 subscription.write_through = None
+                subscription.disarm_lane()
         finally:
             self.hub.unsubscribe(subscription)
             self.acks.update(len(self.hub.subscriptions))  # fewer clients: each may ack more often

@@ -46,8 +46,8 @@ class Timers:
 
 class Sender:
     # Slots: thousands of idle connections each kept a dict of these.
-    __slots__ = ("_acks_sent", "_delivered", "_latency", "acks", "epoch", "grant", "hub", "max_frame_bytes", "merger",
-                 "settings", "socket", "subscription", "timers", "transport")
+    __slots__ = ("_acks_sent", "_delivered", "_lane", "_latency", "acks", "epoch", "grant", "hub", "max_frame_bytes",
+                 "merger", "settings", "socket", "subscription", "timers", "transport")
 
     def __init__(self, socket: FrameSocket, transport: Transport, hub: StreamHub, subscription: Subscription,
                  settings: ConnectionSettings, timers: Timers, grant: Grant | None, epoch: str, after: int, *,
@@ -58,6 +58,7 @@ class Sender:
         self._acks_sent = self.acks.policy if acks_sent is None else acks_sent
         self.socket = socket
         self.transport = transport
+        self._lane = transport.lane()  # its direct path for the hub's fan-out, armed by ``write_through``
         self.hub = hub
         self.subscription = subscription
         self.settings = settings
@@ -93,6 +94,10 @@ class Sender:
         if not self.transport.write(batch.wire(self.epoch, self.max_frame_bytes)):
             return None
         self.merger.take_run(*run)  # counted and timed by the hub, once per batch
+        lane = self._lane
+        if lane is not None:  # the next batches, while nothing of the above changes, take the hub's lane
+            self.subscription.arm_lane(lane, self.merger, self.epoch, self.acks, self._acks_sent,
+                                       self.max_frame_bytes)
         return len(batch)
 
     async def _live(self) -> list[LiveEntry]:

@@ -224,7 +224,7 @@ class StreamHub:
             self._publish(entries)
 
     def _publish(self, entries: list[Entry]) -> None:
-        batch = LiveBatch()
+        batch = LiveBatch(epoch=self.epoch)
         for entry in entries:
             if entry.seq != self.head_seq + 1:
                 metrics.GAPS_DETECTED.labels(stream=self.stream).inc()

@@ -7,7 +7,7 @@ import asyncio
 
 from starlette.websockets import WebSocket, WebSocketState
 
-from sparkwire.gateway.transport.contract import Listener, Message
+from sparkwire.gateway.transport.contract import Lane, Listener, Message
 from sparkwire.gateway.transport.queues import Replies
 
 
@@ -20,6 +20,9 @@ class AsgiTransport:
         self.websocket = websocket
         self._reader: asyncio.Task[None] | None = None
         self._replies = Replies(websocket.send_text)
+
+    def lane(self) -> Lane | None:
+        return None
 
     def write(self, frames: bytes) -> bool:
         return False

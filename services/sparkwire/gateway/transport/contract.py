@@ -1,6 +1,7 @@
 """What a connection asks of the socket under it, whatever carries it (a WebSocket under uvicorn or plain
-ASGI, or SSE): ``FrameSocket`` for its own task, ``Transport`` for writes and replies outside it, the ASGI
-``Message`` a client's frame arrives as, and the bytes of WebSocket text frames a direct write takes."""
+ASGI, or SSE): ``FrameSocket`` for its own task, ``Transport`` for writes and replies outside it (and its
+``Lane`` for the hub's fan-out), the ASGI ``Message`` a client's frame arrives as, and the bytes of WebSocket
+text frames a direct write takes."""
 
 from __future__ import annotations
 
@@ -31,8 +32,37 @@ class FrameSocket(typing.Protocol):
     async def close(self, code: int = 1000, reason: str | None = None) -> None: ...
 
 
+class Gate(typing.Protocol):
+    """Whether a direct write may go now, kept by the socket as its state changes (``Lane``)."""
+
+    @property
+    def open(self) -> bool: ...
+
+
+class DirectWrites(typing.Protocol):
+    """The event loop's transport under a socket, as a ``Lane`` writes to it."""
+
+    def write(self, data: bytes) -> None: ...
+
+    def is_closing(self) -> bool: ...
+
+
+class Lane(typing.NamedTuple):
+    """A socket's direct path for the hub's fan-out (``Subscription.arm_lane``): its ``gate`` is open while a
+    direct write may go (uncompressed, no close sent, not disconnected, the buffer not paused), ``transport``
+    takes the bytes. What the uvicorn ``Wire`` checks on each write, kept up to date by the socket instead, so
+    the fan-out reads one flag per connection and not the protocol's state."""
+
+    gate: Gate
+    transport: DirectWrites
+
+
 class Transport(typing.Protocol):
     """What a connection does on its socket besides ``websocket.send_text`` from its own task."""
+
+    def lane(self) -> Lane | None:
+        """The socket's direct path for live batches, or None when it has none (plain ASGI, SSE, compression)."""
+        ...
 
     def write(self, frames: bytes) -> bool:
         """Write a live batch's serialized frames now, from the hub's loop; False: not written (the

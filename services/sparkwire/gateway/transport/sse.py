@@ -12,7 +12,7 @@ import json
 from starlette.types import Send
 from starlette.websockets import WebSocketDisconnect
 
-from sparkwire.gateway.transport.contract import Listener, Message
+from sparkwire.gateway.transport.contract import Lane, Listener, Message
 from sparkwire.gateway.transport.queues import Inbox, Replies
 from sparkwire.protocol.close_codes import close_reason
 
@@ -79,8 +79,11 @@ class SseSocket:
 
     # -- as its transport --------------------------------------------------------------------------------
 
+    def lane(self) -> Lane | None:
+        return None  # WebSocket frames: not for this socket; the sender sends every batch itself
+
     def write(self, frames: bytes) -> bool:
-        return False  # WebSocket frames: not for this socket; the sender sends every batch itself
+        return False
 
     def reply(self, text: str) -> bool:
         return not (self.closed or self.disconnected) and self._replies.send(text)

@@ -36,7 +36,7 @@ from websockets.protocol import Protocol, State
 from websockets.server import ServerProtocol
 
 from sparkwire.gateway.transport.bad_input import BAD_INPUT_LOG
-from sparkwire.gateway.transport.contract import Listener, serialize_text_frames
+from sparkwire.gateway.transport.contract import Lane, Listener, serialize_text_frames
 from sparkwire.gateway.transport.queues import MAX_BUFFERED_BYTES, Inbox
 from sparkwire.gateway.transport.upgrade import PlainUpgrade
 
@@ -59,6 +59,15 @@ class Wire:
         self._writable = protocol.writable
         # Negotiated in the handshake, before this is made: a compressed connection's frames are its own.
         self._compressed = bool(protocol.conn.extensions)
+
+    def lane(self) -> Lane | None:
+        """The protocol's ``Writable`` as the gate (closed by a close sent, a disconnect or a paused buffer, see
+        ``Writable.open``) and its asyncio transport; none when compression was negotiated (the frames would
+        need the connection's own compressor)."""
+        transport = self._protocol.transport
+        if self._compressed or transport is None:
+            return None
+        return Lane(self._writable, transport)
 
     def reply(self, text: str) -> bool:
         return self.write(serialize_text_frames([text]), urgent=True)
@@ -92,19 +101,30 @@ def wire_of(scope: Scope) -> Wire | None:
 
 
 class Writable:
-    """The protocol's "may write" flag: asyncio.Event's interface without its deque per connection."""
+    """The protocol's "may write" flag: asyncio.Event's interface without its deque per connection. Also the
+    gate of the connection's ``Lane``: ``open`` while the flag is set and the connection was not ``shut``
+    (a close sent or the connection lost; the protocol's ``close_sent`` and ``disconnected`` shut it), so
+    the hub's fan-out reads one attribute where ``Wire.write`` reads four of the protocol's."""
 
-    __slots__ = ("_set", "_waiters")
+    __slots__ = ("_set", "_shut", "_waiters", "open")
 
     def __init__(self) -> None:
         self._set = True
+        self._shut = False
+        self.open = True
         self._waiters: list[asyncio.Future[None]] | None = None
 
     def is_set(self) -> bool:
         return self._set
 
+    def shut(self) -> None:
+        """No direct write from now on (the connection is closing or gone); waiters are not woken."""
+        self._shut = True
+        self.open = False
+
     def set(self) -> None:
         self._set = True
+        self.open = not self._shut
         waiters, self._waiters = self._waiters, None
         for waiter in waiters or ():
             if not waiter.done():
@@ -112,6 +132,7 @@ class Writable:
 
     def clear(self) -> None:
         self._set = False
+        self.open = False
 
     async def wait(self) -> None:
         if self._set:
@@ -132,8 +153,8 @@ class SparkwireWebSocketProtocol(WebSocketsSansIOProtocol):
     # a dict of its own, 1.6 KB of an idle connection's ~14 (docs/benchmarks.md); slots are 8 bytes each.
     # An attribute a later uvicorn adds still works (it goes to the instance dict, and a test says so).
     __slots__ = (
-        "app", "app_returned", "app_state", "asgi_version", "client", "close_sent", "close_timeout", "close_timer",
-        "config", "conn", "connections", "curr_msg_data_type", "default_headers", "disconnected", "frames",
+        "_close_sent", "_disconnected", "app", "app_returned", "app_state", "asgi_version", "client", "close_timeout",
+        "close_timer", "config", "conn", "connections", "curr_msg_data_type", "default_headers", "frames",
         "handshake_complete", "handshake_initiated", "initial_response", "last_ping_rtt", "logger", "loop",
         "pending_ping_payload", "ping_interval", "ping_sent_at", "ping_timeout", "ping_timer", "pong_timer", "queue",
         "read_paused", "request", "response", "root_path", "scheme", "scope", "server", "tasks", "transport",
@@ -162,6 +183,7 @@ class SparkwireWebSocketProtocol(WebSocketsSansIOProtocol):
         self.transport = None  # type: ignore[assignment]
         self.server = self.client = self.scheme = None  # type: ignore[assignment]
         self.queue: Inbox = Inbox()  # type: ignore[assignment]
+        self.writable: Writable = Writable()  # type: ignore[assignment]  # before close_sent: its setter shuts it
         self.handshake_initiated = self.handshake_complete = self.close_sent = self.disconnected = False
         self.close_timer = None
         self.close_timeout = 10.0
@@ -172,7 +194,6 @@ class SparkwireWebSocketProtocol(WebSocketsSansIOProtocol):
         self.conn = ServerProtocol(extensions=extensions, max_size=config.ws_max_size, logger=CONNECTION_LOG,
                                    state=State.OPEN if opened else State.CONNECTING)
         self.read_paused = False
-        self.writable: Writable = Writable()  # type: ignore[assignment]
         self.ping_interval = config.ws_ping_interval
         self.ping_timeout = config.ws_ping_timeout
         self.ping_timer = self.pong_timer = None
@@ -182,6 +203,27 @@ class SparkwireWebSocketProtocol(WebSocketsSansIOProtocol):
         self.curr_msg_data_type = "bytes"
         self.app_returned = False
         self.upgrade: PlainUpgrade | None = None
+
+    # uvicorn sets these two wherever a close goes out or the connection is lost; each shuts the ``Lane``'s gate.
+    @property
+    def close_sent(self) -> bool:
+        return self._close_sent
+
+    @close_sent.setter
+    def close_sent(self, value: bool) -> None:
+        self._close_sent = value
+        if value:
+            self.writable.shut()
+
+    @property
+    def disconnected(self) -> bool:
+        return self._disconnected
+
+    @disconnected.setter
+    def disconnected(self, value: bool) -> None:
+        self._disconnected = value
+        if value:
+            self.writable.shut()
 
     def open_upgrade(self, transport: asyncio.Transport, upgrade: PlainUpgrade, headers: list[tuple[bytes, bytes]],
                      server: tuple[str, int | None] | None, client: tuple[str, int] | None, secure: bool) -> None:

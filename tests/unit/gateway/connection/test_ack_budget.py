@@ -13,11 +13,12 @@ import pytest
 from sparkwire.gateway.connection.ack_budget import STEP, AckBudget
 from sparkwire.gateway.connection.sender import Sender, Timers
 from sparkwire.gateway.fanout.subscription import LiveBatch, LiveEntry
+from sparkwire.gateway.transport.contract import Lane
 from sparkwire.protocol.limits import MAX_ACK_INTERVAL_MS
 from sparkwire.protocol.server_frames import AckPolicy, encode_entry
 from sparkwire.replaylog.model import Entry
 
-from ..connection_fakes import FakeSocket, FakeWire, hub_with, settings
+from ..connection_fakes import FakeSocket, FakeWire, frame_texts, hub_with, settings
 from .test_sender import running, until
 
 pytestmark = pytest.mark.timeout(30)
@@ -74,3 +75,58 @@ def test_a_connection_gets_the_new_policy_before_its_next_batch_then_writes_thro
     assert written[1][0] == {"type": "acks", "ackEvery": 40, "ackIntervalMs": 4000}
     seqs = [frame["entries"][0]["seq"] for write in written for frame in write if frame["type"] == "entries"]
     assert seqs == [6, 7, 8]
+
+
+class LaneGate:
+    open = True
+
+
+class LaneTransport:
+    def __init__(self) -> None:
+        self.written: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        self.written.append(data)
+
+    def is_closing(self) -> bool:
+        return False
+
+
+def test_after_a_write_through_the_hubs_lane_takes_the_next_batches_until_the_ack_policy_moves() -> None:
+    async def run() -> tuple[list[int | None], list[list[str]], list[list[str]], int]:
+        hub = await hub_with(5)
+        config = settings(ack_every=10, ack_interval_ms=1000, acks_per_second=1000)
+        budget = AckBudget(config)
+        lane = LaneTransport()
+        socket, wire = FakeSocket(), FakeWire(direct=True, lane=Lane(LaneGate(), lane))
+        now = time.monotonic()
+        timers = Timers(next_ping=now + 60, expires_at_monotonic=None, last_heard=now)
+        subscription = hub.subscribe()
+        sender = Sender(socket.as_websocket(), wire, hub, subscription, config, timers, None, hub.epoch, 5,
+                        acks=budget, acks_sent=budget.policy)
+        subscription.write_through = sender.write_through
+        results: list[int | None] = []
+
+        def batch(seq: int) -> LiveBatch:
+            entry = Entry(seq, f"r{seq}", "k", json.dumps({"n": seq}), 0, 0)
+            return LiveBatch([LiveEntry(entry, encode_entry(entry))], epoch=hub.epoch)
+
+        async def body(task: asyncio.Task[None]) -> None:
+            await asyncio.sleep(0.05)  # the sender is caught up and waits for live batches
+            results.append(subscription.offer(batch(6)))  # through the sender, which arms the lane
+            results.append(subscription.offer(batch(7)))  # through the lane
+            budget.update(4000)  # thousands joined: the lane leaves the batch to the sender, which leaves it
+            results.append(subscription.offer(batch(8)))  # to the connection's task (acks, then entries)
+            await until(lambda: sender.delivered == 8, task)
+            await asyncio.sleep(0.01)
+            results.append(subscription.offer(batch(9)))  # through the sender again, which arms the lane again
+            results.append(subscription.offer(batch(10)))  # through the lane
+
+        await running(sender, body)
+        return (results, [[json.loads(t)["type"] for t in texts] for texts in wire.written],
+                [frame_texts(data) for data in lane.written], sender.delivered)
+
+    results, by_sender, by_lane, delivered = asyncio.run(run())
+    assert results == [1, 1, None, 1, 1] and delivered == 10
+    assert by_sender == [["entries"], ["acks", "entries"], ["entries"]]
+    assert [[json.loads(t)["entries"][0]["seq"] for t in texts] for texts in by_lane] == [[7], [10]]

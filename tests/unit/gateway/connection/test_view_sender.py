@@ -15,6 +15,7 @@ from sparkwire.gateway.connection.sender import Timers
 from sparkwire.gateway.connection.view_sender import ViewSender
 from sparkwire.gateway.fanout.hub import StreamHub
 from sparkwire.gateway.fanout.subscription import LiveBatch, LiveEntry
+from sparkwire.gateway.transport.contract import Lane
 from sparkwire.protocol.filter_form import parse_filter
 from sparkwire.protocol.scope import View
 from sparkwire.protocol.server_frames import encode_entry, parse_server_frame
@@ -127,3 +128,35 @@ def test_a_caught_up_append_views_batches_are_written_through_with_bytes_its_con
         assert senders[1].write_through(live_batch(range(34, 36))) is None
 
     asyncio.run(run())
+
+
+def test_a_filtered_connection_never_arms_the_hubs_lane_whose_bytes_are_every_entry() -> None:
+    class Gate:
+        open = True
+
+    class Direct:
+        def __init__(self) -> None:
+            self.written: list[bytes] = []
+
+        def write(self, data: bytes) -> None:
+            self.written.append(data)
+
+        def is_closing(self) -> bool:
+            return False
+
+    async def run() -> tuple[list[int | None], list[bytes]]:
+        hub = await hub_with(30)
+        sender = view_sender(hub, FakeSocket(), after=30, wanted={"n": {"in": [31, 33]}})
+        lane = Direct()
+        sender.transport = FakeWire(direct=True, lane=Lane(Gate(), lane))
+        sender._lane = sender.transport.lane()  # as made with it
+        subscription = sender.subscription
+        subscription.write_through = sender.write_through
+        waiting = asyncio.create_task(subscription.wait(10))
+        await asyncio.sleep(0)
+        results = [subscription.offer(live_batch(range(31, 34))), subscription.offer(live_batch(range(34, 37)))]
+        waiting.cancel()
+        return results, lane.written
+
+    results, by_lane = asyncio.run(run())
+    assert results == [2, 0] and by_lane == []  # the view's frames, written by the view sender, none unfiltered

@@ -9,11 +9,15 @@ import time
 import pytest
 
 from sparkwire.gateway.fanout.subscription import LiveBatch, LiveEntry, Subscription
+from sparkwire.gateway.recovery.junction import ReplayMerger
+from sparkwire.gateway.transport.contract import Lane as LaneParts
 from sparkwire.protocol.filter_form import parse_filter
 from sparkwire.protocol.scope import View
 from sparkwire.protocol.server_frames import encode_entry
 from sparkwire.protocol.view_feed import ViewFeed, compile_view
 from sparkwire.replaylog.model import Entry
+
+from ..connection_fakes import frame_texts
 
 
 def test_a_full_mailbox_ends_as_a_slow_consumer_and_takes_nothing_more() -> None:
@@ -136,3 +140,115 @@ def test_a_batchs_items_for_an_append_view_are_evaluated_once_and_are_what_a_fee
     assert (walking.seen, walking.sent, walking.previous) == (sharing.seen, sharing.sent, {})
     with pytest.raises(ValueError, match="update-mode"):
         batch.view_items(compile_view(View(None, None), removals=True), data_of)
+
+
+class Gate:
+    def __init__(self) -> None:
+        self.open = True
+
+
+class DirectTransport:
+    def __init__(self, fails: bool = False) -> None:
+        self.written: list[bytes] = []
+        self.closing = False
+        self.fails = fails
+
+    def write(self, data: bytes) -> None:
+        if self.fails:
+            raise RuntimeError("socket gone")
+        self.written.append(data)
+
+    def is_closing(self) -> bool:
+        return self.closing
+
+
+class Budget:
+    def __init__(self) -> None:
+        self.policy = object()
+
+
+def live_batch(first: int, count: int, epoch: str = "e1") -> LiveBatch:
+    entries = [Entry(seq=seq, processing_id=f"p{seq}", key=f"k{seq}", data=json.dumps({"n": seq}), commit_ms=0,
+                     batch_id=0) for seq in range(first, first + count)]
+    return LiveBatch([LiveEntry(entry, encode_entry(entry)) for entry in entries], epoch=epoch)
+
+
+class Lane:
+    """A subscription armed as a sender arms it, after sending up to seq 10 in epoch e1, and waiting."""
+
+    def __init__(self) -> None:
+        self.subscription = Subscription(limit=4)
+        self.gate, self.transport, self.acks = Gate(), DirectTransport(), Budget()
+        self.merger = ReplayMerger(10)
+        self.through: list[LiveBatch] = []
+        self.subscription.write_through = lambda batch: None if self.through.append(batch) is None else 0
+        self.subscription.arm_lane(LaneParts(self.gate, self.transport), self.merger, "e1", self.acks,
+                                   self.acks.policy, 1 << 20)
+
+    async def offer(self, batch: LiveBatch) -> tuple[int | None, bool]:
+        """What ``offer`` returned while the connection waited, and whether the connection was woken."""
+        waiting = asyncio.create_task(self.subscription.wait(10))
+        await asyncio.sleep(0)
+        result = self.subscription.offer(batch)
+        await asyncio.sleep(0.01)
+        woken = waiting.done()
+        waiting.cancel()
+        return result, woken
+
+
+def test_an_armed_lane_writes_the_run_due_next_without_waking_the_connection_or_asking_its_sender() -> None:
+    async def scenario() -> tuple[list[tuple[int | None, bool]], Lane]:
+        lane = Lane()
+        return [await lane.offer(live_batch(11, 2)), await lane.offer(live_batch(13, 1))], lane
+
+    results, lane = asyncio.run(scenario())
+    assert results == [(2, False), (1, False)] and lane.merger.delivered == 13 and lane.through == []
+    sent = [json.loads(text) for data in lane.transport.written for text in frame_texts(data)]
+    assert [[entry["seq"] for entry in frame["entries"]] for frame in sent] == [[11, 12], [13]]
+    assert {frame["epoch"] for frame in sent} == {"e1"}
+
+
+@pytest.mark.parametrize("change", ["gate closed", "not due", "a gap", "another epoch", "a new ack policy",
+                                    "transport closing"])
+def test_a_lane_leaves_to_the_sender_any_batch_it_cannot_prove_due(change: str) -> None:
+    async def scenario() -> tuple[tuple[int | None, bool], Lane]:
+        lane = Lane()
+        batch = live_batch(11, 2)
+        if change == "gate closed":
+            lane.gate.open = False
+        elif change == "not due":
+            batch = live_batch(5, 2)  # already sent
+        elif change == "a gap":
+            batch = live_batch(12, 2)
+        elif change == "another epoch":
+            batch = live_batch(11, 2, epoch="e2")
+        elif change == "a new ack policy":
+            lane.acks.policy = object()
+        else:
+            lane.transport.closing = True
+        return await lane.offer(batch), lane
+
+    (result, woken), lane = asyncio.run(scenario())
+    assert lane.transport.written == [] and lane.merger.delivered == 10
+    assert len(lane.through) == 1 and result is None and woken  # the sender's write_through refused: queued
+
+
+def test_a_lane_is_not_used_while_the_connection_is_busy_or_has_batches_queued_or_ended() -> None:
+    lane = Lane()
+    assert lane.subscription.offer(live_batch(11, 1)) is None  # not waiting: queued for the connection's task
+    lane.subscription.end("draining")
+    assert lane.subscription.offer(live_batch(12, 1)) is None
+    assert lane.transport.written == [] and lane.merger.delivered == 10 and len(lane.subscription.take()) == 1
+
+
+def test_a_failing_lane_is_disarmed_and_the_batch_waits_for_the_connection() -> None:
+    async def scenario() -> tuple[tuple[int | None, bool], Lane]:
+        lane = Lane()
+        lane.transport.fails = True
+        return await lane.offer(live_batch(11, 1)), lane
+
+    (result, woken), lane = asyncio.run(scenario())
+    assert result is None and woken and lane.merger.delivered == 10 and len(lane.subscription.take()) == 1
+    assert lane.subscription.write_through is None
+    lane.transport.fails = False
+    assert lane.subscription.offer(live_batch(11, 1)) is None and lane.transport.written == []  # disarmed

@@ -156,3 +156,40 @@ def test_opened_its_websocket_side_parses_frames_from_the_first_byte() -> None:
     protocol = SparkwireWebSocketProtocol(config, ServerState(), {}, _loop=asyncio.new_event_loop(), opened=True)
     protocol.conn.receive_data(Frame(Opcode.TEXT, b'{"type":"hello"}').serialize(mask=True))
     assert [(e.opcode, e.data) for e in protocol.conn.events_received()] == [(Opcode.TEXT, b'{"type":"hello"}')]
+
+
+def test_the_lane_gate_is_open_while_writable_and_shut_for_good_once_closing() -> None:
+    gate = Writable()
+    states = [gate.open]
+    gate.clear()
+    states.append(gate.open)
+    gate.set()
+    states.append(gate.open)
+    gate.shut()
+    states.append(gate.open)
+    gate.set()  # uvicorn sets the flag again when the connection is lost, to wake its waiters
+    states.append(gate.open)
+    assert states == [True, False, True, False, False] and gate.is_set()
+
+
+@pytest.mark.parametrize("event", ["close_sent", "disconnected", "pause_writing"])
+def test_the_protocol_closes_its_lane_gate_on_a_close_sent_a_disconnect_or_a_paused_buffer(event: str) -> None:
+    _, protocol = made_by_uvicorn_and_by_us()
+    protocol.transport = cast(Any, FakeTransport())
+    lane = Wire(protocol).lane()
+    assert lane is not None and lane.gate.open and lane.transport is protocol.transport
+    if event == "pause_writing":
+        protocol.pause_writing()
+        assert not lane.gate.open
+        protocol.resume_writing()
+        assert lane.gate.open
+        return
+    setattr(protocol, event, True)
+    assert getattr(protocol, event) and not lane.gate.open
+    protocol.resume_writing()
+    assert not lane.gate.open
+
+
+def test_a_compressed_connection_has_no_lane() -> None:
+    assert wire(FakeTransport(), extensions=["permessage-deflate"]).lane() is None
+    assert wire(FakeTransport()).lane() is not None
