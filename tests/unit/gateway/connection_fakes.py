@@ -84,6 +84,36 @@ class FakeWire:
         self.listener = listener
 
 
+class FakeGate:
+    """A lane's gate (``Writable.open`` on a real socket)."""
+
+    def __init__(self) -> None:
+        self.open = True
+
+
+class FakeDirectWrites:
+    """A lane's transport: records what the hub wrote; ``closing`` and ``fails`` as a socket going away."""
+
+    def __init__(self) -> None:
+        self.written: list[bytes] = []
+        self.closing = False
+        self.fails = False
+
+    def write(self, data: bytes) -> None:
+        if self.fails:
+            raise RuntimeError("socket gone")
+        self.written.append(data)
+
+    def is_closing(self) -> bool:
+        return self.closing
+
+
+def fake_lane() -> tuple[Lane, FakeGate, FakeDirectWrites]:
+    """A lane for the hub, with its gate and transport to change and inspect."""
+    gate, transport = FakeGate(), FakeDirectWrites()
+    return Lane(gate, transport), gate, transport
+
+
 def frame_texts(data: bytes) -> list[str]:
     """The texts of serialized server frames, back to back."""
     reader = StreamReader()

@@ -13,12 +13,11 @@ import pytest
 from sparkwire.gateway.connection.ack_budget import STEP, AckBudget
 from sparkwire.gateway.connection.sender import Sender, Timers
 from sparkwire.gateway.fanout.subscription import LiveBatch, LiveEntry
-from sparkwire.gateway.transport.contract import Lane
 from sparkwire.protocol.limits import MAX_ACK_INTERVAL_MS
 from sparkwire.protocol.server_frames import AckPolicy, encode_entry
 from sparkwire.replaylog.model import Entry
 
-from ..connection_fakes import FakeSocket, FakeWire, frame_texts, hub_with, settings
+from ..connection_fakes import FakeSocket, FakeWire, fake_lane, frame_texts, hub_with, settings
 from .test_sender import running, until
 
 pytestmark = pytest.mark.timeout(30)
@@ -77,28 +76,13 @@ def test_a_connection_gets_the_new_policy_before_its_next_batch_then_writes_thro
     assert seqs == [6, 7, 8]
 
 
-class LaneGate:
-    open = True
-
-
-class LaneTransport:
-    def __init__(self) -> None:
-        self.written: list[bytes] = []
-
-    def write(self, data: bytes) -> None:
-        self.written.append(data)
-
-    def is_closing(self) -> bool:
-        return False
-
-
 def test_after_a_write_through_the_hubs_lane_takes_the_next_batches_until_the_ack_policy_moves() -> None:
     async def run() -> tuple[list[int | None], list[list[str]], list[list[str]], int]:
         hub = await hub_with(5)
         config = settings(ack_every=10, ack_interval_ms=1000, acks_per_second=1000)
         budget = AckBudget(config)
-        lane = LaneTransport()
-        socket, wire = FakeSocket(), FakeWire(direct=True, lane=Lane(LaneGate(), lane))
+        parts, _, lane = fake_lane()
+        socket, wire = FakeSocket(), FakeWire(direct=True, lane=parts)
         now = time.monotonic()
         timers = Timers(next_ping=now + 60, expires_at_monotonic=None, last_heard=now)
         subscription = hub.subscribe()

@@ -15,14 +15,13 @@ from sparkwire.gateway.connection.sender import Timers
 from sparkwire.gateway.connection.view_sender import ViewSender
 from sparkwire.gateway.fanout.hub import StreamHub
 from sparkwire.gateway.fanout.subscription import LiveBatch, LiveEntry
-from sparkwire.gateway.transport.contract import Lane
 from sparkwire.protocol.filter_form import parse_filter
 from sparkwire.protocol.scope import View
 from sparkwire.protocol.server_frames import encode_entry, parse_server_frame
 from sparkwire.protocol.view_frames import ViewEntriesFrame
 from sparkwire.replaylog.model import Entry
 
-from ..connection_fakes import FakeSocket, FakeWire, budget, hub_with, settings
+from ..connection_fakes import FakeSocket, FakeWire, budget, fake_lane, hub_with, settings
 from .test_sender import running, until
 
 pytestmark = pytest.mark.timeout(30)
@@ -131,24 +130,11 @@ def test_a_caught_up_append_views_batches_are_written_through_with_bytes_its_con
 
 
 def test_a_filtered_connection_never_arms_the_hubs_lane_whose_bytes_are_every_entry() -> None:
-    class Gate:
-        open = True
-
-    class Direct:
-        def __init__(self) -> None:
-            self.written: list[bytes] = []
-
-        def write(self, data: bytes) -> None:
-            self.written.append(data)
-
-        def is_closing(self) -> bool:
-            return False
-
     async def run() -> tuple[list[int | None], list[bytes]]:
         hub = await hub_with(30)
         sender = view_sender(hub, FakeSocket(), after=30, wanted={"n": {"in": [31, 33]}})
-        lane = Direct()
-        sender.transport = FakeWire(direct=True, lane=Lane(Gate(), lane))
+        parts, _, lane = fake_lane()
+        sender.transport = FakeWire(direct=True, lane=parts)
         sender._lane = sender.transport.lane()  # as made with it
         subscription = sender.subscription
         subscription.write_through = sender.write_through

@@ -10,14 +10,13 @@ import pytest
 
 from sparkwire.gateway.fanout.subscription import LiveBatch, LiveEntry, Subscription
 from sparkwire.gateway.recovery.junction import ReplayMerger
-from sparkwire.gateway.transport.contract import Lane as LaneParts
 from sparkwire.protocol.filter_form import parse_filter
 from sparkwire.protocol.scope import View
 from sparkwire.protocol.server_frames import encode_entry
 from sparkwire.protocol.view_feed import ViewFeed, compile_view
 from sparkwire.replaylog.model import Entry
 
-from ..connection_fakes import frame_texts
+from ..connection_fakes import fake_lane, frame_texts
 
 
 def test_a_full_mailbox_ends_as_a_slow_consumer_and_takes_nothing_more() -> None:
@@ -142,26 +141,6 @@ def test_a_batchs_items_for_an_append_view_are_evaluated_once_and_are_what_a_fee
         batch.view_items(compile_view(View(None, None), removals=True), data_of)
 
 
-class Gate:
-    def __init__(self) -> None:
-        self.open = True
-
-
-class DirectTransport:
-    def __init__(self, fails: bool = False) -> None:
-        self.written: list[bytes] = []
-        self.closing = False
-        self.fails = fails
-
-    def write(self, data: bytes) -> None:
-        if self.fails:
-            raise RuntimeError("socket gone")
-        self.written.append(data)
-
-    def is_closing(self) -> bool:
-        return self.closing
-
-
 class Budget:
     def __init__(self) -> None:
         self.policy = object()
@@ -178,12 +157,12 @@ class Lane:
 
     def __init__(self) -> None:
         self.subscription = Subscription(limit=4)
-        self.gate, self.transport, self.acks = Gate(), DirectTransport(), Budget()
+        lane, self.gate, self.transport = fake_lane()
+        self.acks = Budget()
         self.merger = ReplayMerger(10)
         self.through: list[LiveBatch] = []
         self.subscription.write_through = lambda batch: None if self.through.append(batch) is None else 0
-        self.subscription.arm_lane(LaneParts(self.gate, self.transport), self.merger, "e1", self.acks,
-                                   self.acks.policy, 1 << 20)
+        self.subscription.arm_lane(lane, self.merger, "e1", self.acks, self.acks.policy, 1 << 20)
 
     async def offer(self, batch: LiveBatch) -> tuple[int | None, bool]:
         """What ``offer`` returned while the connection waited, and whether the connection was woken."""
