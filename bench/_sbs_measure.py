@@ -230,7 +230,7 @@ def run_kill(kind: str, args: Any, redis: RedisServer, publisher: Publisher, loa
 
 
 def aof_rewrites(redis: RedisServer) -> tuple[int, int]:
-    """Redis's AOF rewrites done and in progress: one that falls within a server's SIGKILL test (the earlier
-    phases grew the file past its auto-rewrite size) slows that server's resumes, not the others'."""
+    """Redis's AOF rewrites done and in progress: one that falls within a server's SIGKILL test slows that
+    server's resumes, not the others' (none should, with ``_servers.REDIS_ARGS``)."""
     info = redis.client(decode_responses=True).info("persistence")
     return int(info["aof_rewrites"]), int(info["aof_rewrite_in_progress"])

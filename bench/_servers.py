@@ -36,8 +36,8 @@ BIN_DIR = cache_dir() / "bench"
 GO_BINARIES = {"loadgen": "./loadgen", "centrifuge-peer": "./peers/centrifuge"}
 SERVER_CPU, LOADGEN_CPU = "0", "1"
 # The benchmark's Redis (one for every server): the harness's (AOF, fsync always) without its automatic AOF
-# rewrite. A full side-by-side run grows the file past the 64 MB at which Redis starts one, at a moment no
-# one chose: a fork and a child writing the whole dataset under fsync-always commits, within one server's
+# rewrite. Redis starts one when the file has doubled past 64 MB, which a long run can reach at a moment no
+# one chose: a fork and a child writing the whole dataset beside fsync-always commits, within one server's
 # phase and not the others'.
 REDIS_ARGS = ["--auto-aof-rewrite-percentage", "0"]
 
