@@ -136,7 +136,7 @@ def render(ctx: Context, idles: Sequence[Idle], phases: Sequence[Phase], kills: 
         "- **sparkwire gateway**: `sparkwire gateway` (uvicorn, one process = one pod, `--insecure-no-auth`),",
         "  fed by `sparkwire_harness.stack.Committer` through the real commit script; exactly once (replay log,",
         "  resume); live batches written straight to caught-up sockets",
-        "  (`services/sparkwire/gateway/transport/uvicorn_websocket.py`).",
+        "  (`services/sparkwire/gateway/transport/wire.py`).",
         "- **centrifuge peer** (`bench/peers/centrifuge`): `github.com/centrifugal/centrifuge` v0.40.1, the",
         "  engine of Centrifugo, with its Redis broker, history (1,000,000 publications, 1 h) and a positioned,",
         "  recoverable channel (what Centrifugo runs with `force_recovery` + `force_positioning`); JSON protocol;",

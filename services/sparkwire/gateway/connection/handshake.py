@@ -160,7 +160,7 @@ async def _verify(hub: StreamHub, plan: StartPlan, admission: Admission) -> Star
 
 
 async def _send(socket: FrameSocket, transport: Transport, frames: list[str]) -> None:
-    """The frames in one write when the transport takes direct writes (``transport.uvicorn_websocket``: one
+    """The frames in one write when the transport takes direct writes (``transport.wire``: one
     syscall instead of one per frame, and none of the ASGI send path), else one by one through the socket."""
     if transport.write(serialize_text_frames(frames)):
         return

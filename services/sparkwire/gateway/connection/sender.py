@@ -85,7 +85,7 @@ class Sender:
 
     def write_through(self, batch: LiveBatch) -> int | None:
         """Called by the hub while this connection waits for its next batch: write ``batch`` straight to
-        the socket if it is exactly the run due next (``transport.uvicorn_websocket``): the entries written;
+        the socket if it is exactly the run due next (``transport.wire``): the entries written;
         None leaves it to ``_live``."""
         run = batch.run
         if (run is None or run[0] != self.merger.delivered + 1 or not self.epoch or self.epoch != self.hub.epoch

@@ -54,7 +54,7 @@ class Subscription:
 
     While the connection sits idle waiting for its next batch, the batch is written without waking it: by
     its armed lane (``arm_lane``) when the batch is the run due next, else by ``write_through`` when the
-    connection has one (it sends the batch itself, ``transport.uvicorn_websocket``, and returns the entries
+    connection has one (it sends the batch itself, ``transport.wire``, and returns the entries
     written, or None); otherwise the batch waits here for the connection's task as usual."""
 
     __slots__ = ("_batches", "_lane_acks", "_lane_epoch", "_lane_frame_bytes", "_lane_gate", "_lane_merger",

@@ -4,10 +4,8 @@ direct path for live batches and for the client's frames.
 Two costs dominated a caught-up connection (docs/benchmarks.md, flame graphs at 1k and 5k clients):
 
 * **Sending.** Waking each connection's task to send the same batch through ASGI built the same frame
-  again per connection. Server-to-client frames are not masked, so without compression a frame's bytes do
-  not depend on the connection: the hub serializes a batch once and ``Wire.write`` puts those bytes on
-  every caught-up connection's transport. uvicorn's ASGI ``send`` also writes each frame in one
-  synchronous call, so frames of the two paths never interleave.
+  again per connection. The hub serializes a batch once and the connection's ``Wire`` (``wire.py``) puts
+  those bytes on every caught-up connection's transport.
 * **Receiving and memory.** An asyncio.Queue (four deques), an Event and a receiver task per connection
   were a third of an idle connection's memory, and each ack went through the queue, a task wake-up and a
   pause/resume of the socket's reading. Once a connection ``listen``s, its client's frames are handed to
@@ -26,7 +24,6 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from starlette.types import Scope
 from uvicorn.config import Config
 from uvicorn.protocols.utils import ClientDisconnected, get_client_addr, get_path_with_query_string
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
@@ -36,112 +33,16 @@ from websockets.protocol import Protocol, State
 from websockets.server import ServerProtocol
 
 from sparkwire.gateway.transport.bad_input import BAD_INPUT_LOG
-from sparkwire.gateway.transport.contract import Lane, Listener, serialize_text_frames
-from sparkwire.gateway.transport.queues import MAX_BUFFERED_BYTES, Inbox
+from sparkwire.gateway.transport.contract import Listener
+from sparkwire.gateway.transport.queues import Inbox
 from sparkwire.gateway.transport.upgrade import PlainUpgrade
-
-WIRE_EXTENSION = "sparkwire.wire"
+from sparkwire.gateway.transport.wire import WIRE_EXTENSION, Wire, Writable
 
 # Where uvicorn's per-connection lines go ("[accepted]", and websockets' "connection closed"): a child of
 # uvicorn's logger, so its handlers and format apply. Two INFO lines per client, each a write to stderr, were
 # ~5 % of a handshake's CPU when thousands connect at once; ``sparkwire gateway`` shows them only at
 # ``--log-level debug`` (errors always).
 CONNECTION_LOG = logging.getLogger("uvicorn.error.connections")
-
-
-class Wire:
-    """A uvicorn connection's ``Transport``: writes straight to its asyncio transport."""
-
-    __slots__ = ("_compressed", "_protocol", "_writable")
-
-    def __init__(self, protocol: SparkwireWebSocketProtocol) -> None:
-        self._protocol = protocol
-        self._writable = protocol.writable
-        # Negotiated in the handshake, before this is made: a compressed connection's frames are its own.
-        self._compressed = bool(protocol.conn.extensions)
-
-    def lane(self) -> Lane | None:
-        """The protocol's ``Writable`` as the gate (closed by a close sent, a disconnect or a paused buffer, see
-        ``Writable.open``) and its asyncio transport; none when compression was negotiated (the frames would
-        need the connection's own compressor)."""
-        transport = self._protocol.transport
-        if self._compressed or transport is None:
-            return None
-        return Lane(self._writable, transport)
-
-    def reply(self, text: str) -> bool:
-        return self.write(serialize_text_frames([text]), urgent=True)
-
-    def write(self, frames: bytes, *, urgent: bool = False) -> bool:
-        """Write serialized frames now; False (nothing written) when they must not be: the connection is
-        closing or negotiated compression; or, unless ``urgent``, the socket's buffer is full (the ASGI
-        path waits for it to drain, and a client that never drains ends as a slow consumer)."""
-        # Called once per connection per live batch: the checks read what is at hand first (an attribute,
-        # not a method) and a refused write costs no call into the transport.
-        protocol = self._protocol
-        if protocol.close_sent or protocol.disconnected or not protocol.handshake_complete or self._compressed:
-            return False
-        transport = protocol.transport
-        if not (self._writable._set if not urgent else transport.get_write_buffer_size() < MAX_BUFFERED_BYTES):
-            return False
-        if transport.is_closing():
-            return False
-        transport.write(frames)
-        return True
-
-    def listen(self, listener: Listener | None) -> None:
-        """Hand every later client message (and those not yet received) to ``listener`` as it arrives,
-        instead of queueing it for ``receive()``; None goes back to queueing."""
-        self._protocol.listen(listener)
-
-
-def wire_of(scope: Scope) -> Wire | None:
-    wire = (scope.get("extensions") or {}).get(WIRE_EXTENSION)
-    return wire if isinstance(wire, Wire) else None
-
-
-class Writable:
-    """The protocol's "may write" flag: asyncio.Event's interface without its deque per connection. Also the
-    gate of the connection's ``Lane``: ``open`` while the flag is set and the connection was not ``shut``
-    (a close sent or the connection lost; the protocol's ``close_sent`` and ``disconnected`` shut it), so
-    the hub's fan-out reads one attribute where ``Wire.write`` reads four of the protocol's."""
-
-    __slots__ = ("_set", "_shut", "_waiters", "open")
-
-    def __init__(self) -> None:
-        self._set = True
-        self._shut = False
-        self.open = True
-        self._waiters: list[asyncio.Future[None]] | None = None
-
-    def is_set(self) -> bool:
-        return self._set
-
-    def shut(self) -> None:
-        """No direct write from now on (the connection is closing or gone); waiters are not woken."""
-        self._shut = True
-        self.open = False
-
-    def set(self) -> None:
-        self._set = True
-        self.open = not self._shut
-        waiters, self._waiters = self._waiters, None
-        for waiter in waiters or ():
-            if not waiter.done():
-                waiter.set_result(None)
-
-    def clear(self) -> None:
-        self._set = False
-        self.open = False
-
-    async def wait(self) -> None:
-        if self._set:
-            return
-        waiter = asyncio.get_running_loop().create_future()
-        if self._waiters is None:
-            self._waiters = []
-        self._waiters.append(waiter)
-        await waiter
 
 
 class SparkwireWebSocketProtocol(WebSocketsSansIOProtocol):

@@ -13,7 +13,7 @@ from sparkwire.gateway.transport.asgi import AsgiTransport
 from sparkwire.gateway.transport.closing import turn_away
 from sparkwire.gateway.transport.contract import FrameSocket, Transport
 from sparkwire.gateway.transport.sse_routes import WhyTurnAway
-from sparkwire.gateway.transport.uvicorn_websocket import wire_of
+from sparkwire.gateway.transport.wire import wire_of
 
 # (socket, its transport, stream) -> runs the connection until it ends.
 ServeWebSocket = Callable[[FrameSocket, Transport, str], Awaitable[None]]

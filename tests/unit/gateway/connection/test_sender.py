@@ -132,7 +132,7 @@ def test_history_trimmed_past_the_start_closes_with_stream_reset() -> None:
 
 def test_with_a_direct_transport_history_goes_in_direct_writes_and_nothing_through_the_socket() -> None:
     """A client catching up (after a pod was lost, thousands at once) gets its pages as direct writes of
-    the frames' bytes (``transport.uvicorn_websocket``), the same entries in the same order as through the
+    the frames' bytes (``transport.wire``), the same entries in the same order as through the
     socket; without a direct path (plain ASGI, SSE) they go through the socket as before."""
     async def run(direct: bool) -> tuple[list[int], FakeWire, list[int]]:
         hub = await hub_with(30)
