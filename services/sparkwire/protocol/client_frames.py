@@ -4,6 +4,7 @@ strictly (docs/protocol.md, "Client frames")."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import NoReturn
 
@@ -167,6 +168,36 @@ def _check_version(document: dict[str, object]) -> None:
         )
 
 
+# The frames a pod parses most (an ack from every client every second or so, a ping or a pong now and then),
+# in the exact form every sparkwire client writes them (``encode_ack``, ``encode_heartbeat``, the browser
+# client, the load generator: compact, the fields in this order), read by one regular expression instead of
+# the JSON decoder and its duplicate-key hook: a third of an ack's parse. It matches only text the full parse
+# accepts with the same result: JSON integers (no sign, no leading zero), a digest of 16 lowercase hex digits
+# or null, nothing else in the object. Anything else, a value out of range included, takes the full parse,
+# which gives its reason.
+_CANONICAL = re.compile(
+    r'\{"type":"(?:ack","seq":(0|[1-9][0-9]{0,19}),"duplicates":(0|[1-9][0-9]{0,18}),"gaps":(0|[1-9][0-9]{0,18})'
+    r'(?:,"digest":(?:"([0-9a-f]{16})"|null))?|(ping|pong)","t":(0|[1-9][0-9]{0,18}))\}\Z'
+)
+
+
+def _canonical_frame(text: str) -> ClientFrame | None:
+    """The ack, ping or pong ``text`` is in the form clients write, or None (then ``_parsed_frame`` decides)."""
+    match = _CANONICAL.match(text)
+    if match is None:
+        return None
+    seq, duplicates, gaps, digest, heartbeat, t = match.groups()
+    if heartbeat is not None:
+        value = int(t)
+        if value > MAX_COUNT:
+            return None
+        return Ping(value) if heartbeat == "ping" else Pong(value)
+    ack = Ack(int(seq), int(duplicates), int(gaps), digest)
+    if ack.seq > MAX_SEQ or ack.duplicates > MAX_COUNT or ack.gaps > MAX_COUNT:
+        return None
+    return ack
+
+
 def parse_client_frame(
     text: str | bytes, max_bytes: int = MAX_CLIENT_FRAME_BYTES, *, filters: bool = False
 ) -> ClientFrame:
@@ -177,9 +208,20 @@ def parse_client_frame(
     row to a client that asked for some."""
     if isinstance(text, bytes):
         raise ProtocolError(CloseCode.UNSUPPORTED_DATA, "frames must be text (JSON), not binary")
-    # A character is at least one byte: the cheap test spares encoding a huge frame.
-    if len(text) > max_bytes or len(text.encode("utf-8", "surrogatepass")) > max_bytes:
+    # A character is at least one byte: the cheap test spares encoding a huge frame. A canonical frame is
+    # ASCII, its length its size.
+    if len(text) > max_bytes:
         raise ProtocolError(CloseCode.MESSAGE_TOO_BIG, f"frame is larger than {max_bytes} bytes")
+    frame = _canonical_frame(text)
+    if frame is not None:
+        return frame
+    if len(text.encode("utf-8", "surrogatepass")) > max_bytes:
+        raise ProtocolError(CloseCode.MESSAGE_TOO_BIG, f"frame is larger than {max_bytes} bytes")
+    return _parsed_frame(text, filters)
+
+
+def _parsed_frame(text: str, filters: bool) -> ClientFrame:
+    """The full parse: JSON (duplicate keys, NaN and Infinity refused), then each field checked."""
     try:
         document = _DECODER.decode(text)
     except (ValueError, RecursionError) as error:  # JSONDecodeError, NaN, int digit limit, nesting

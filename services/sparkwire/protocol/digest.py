@@ -17,7 +17,7 @@ import hashlib
 import re
 
 DIGEST_CHARS = 16
-DIGEST = re.compile(r"^[0-9a-f]{16}$")
+DIGEST = re.compile(r"[0-9a-f]{16}\Z")
 
 
 def entry_digest(processing_id: str, data: str) -> str:

@@ -20,7 +20,7 @@ DEFAULT_ACKS_PER_SECOND, MAX_ACK_INTERVAL_MS = 1000, 10_000
 # Seqs are Redis stream id parts: unsigned 64-bit; a cursor past that is not a position.
 MAX_SEQ = (1 << 64) - 1
 MAX_COUNT = (1 << 63) - 1
-SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,128}\Z")
 MAX_EPOCH_CHARS = 64
 # GET /history: the last entries of the log a fresh page loads before going live (`last`, default and cap).
 DEFAULT_HISTORY_ENTRIES, MAX_HISTORY_ENTRIES = 2000, 10_000

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
-STREAM_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+STREAM_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}\Z")
 DEFAULT_PREFIX = "sparkwire"
 
 

@@ -59,7 +59,7 @@ ADDRESS_MAP_ENV = "SPARKWIRE_REDIS_ADDRESS_MAP"
 _ASK_THE_SENTINELS_AGAIN = ("NOREPLICAS", "UNBLOCKED")
 Address = tuple[str, int]
 
-_HOST_PORT = re.compile(r"^(?:\[(?P<v6>[^\]]+)\]|(?P<host>[^:\[\]]+))(?::(?P<port>[^:]*))?$")
+_HOST_PORT = re.compile(r"^(?:\[(?P<v6>[^\]]+)\]|(?P<host>[^:\[\]]+))(?::(?P<port>[^:]*))?\Z")
 
 
 @dataclass(frozen=True)

@@ -12,13 +12,15 @@ from sparkwire.protocol.client_frames import (
     Ping,
     Pong,
     ProtocolError,
+    _canonical_frame,
+    _parsed_frame,
     encode_ack,
     encode_hello,
     parse_client_frame,
 )
 from sparkwire.protocol.close_codes import CloseCode
 from sparkwire.protocol.filter_form import parse_filter
-from sparkwire.protocol.limits import MAX_CLIENT_FRAME_BYTES
+from sparkwire.protocol.limits import MAX_CLIENT_FRAME_BYTES, MAX_COUNT, MAX_SEQ
 from sparkwire.protocol.positions import Cursor
 
 
@@ -201,3 +203,70 @@ def test_a_server_that_does_not_serve_filters_refuses_a_filter_as_an_unknown_fie
         error = refused('{"type":"hello","v":1,"filter":' + filter_json + "}")
         assert error.code is CloseCode.PROTOCOL_VIOLATION
         assert "unknown fields ['filter']" in error.reason
+
+
+# --- the frames clients write most, read without the JSON decoder -----------------------------------
+
+
+digests = st.none() | st.text("0123456789abcdef", min_size=16, max_size=16)
+
+
+@given(st.integers(0, MAX_SEQ), st.integers(0, MAX_COUNT), st.integers(0, MAX_COUNT), digests)
+def test_every_ack_a_client_writes_is_read_without_the_json_decoder_as_the_full_parse_reads_it(
+        seq: int, duplicates: int, gaps: int, digest: str | None) -> None:
+    text = encode_ack(Ack(seq, duplicates, gaps, digest))
+    assert _canonical_frame(text) == _parsed_frame(text, False) == Ack(seq, duplicates, gaps, digest)
+
+
+def near_canonical() -> st.SearchStrategy[str]:
+    """Client-written acks and heartbeats with one edit: characters inserted, dropped or changed."""
+    written = st.one_of(
+        st.builds(lambda s, d, g: encode_ack(Ack(s, d, g)), st.integers(0, MAX_SEQ + 10), st.integers(0, 99),
+                  st.integers(0, 99)),
+        st.builds(lambda t, kind: f'{{"type":"{kind}","t":{t}}}', st.integers(0, MAX_COUNT + 10),
+                  st.sampled_from(["ping", "pong"])),
+    )
+
+    def edit(text: str, at: int, insert: str, drop: int) -> str:
+        at %= len(text) + 1
+        return text[:at] + insert + text[at + drop:]
+
+    return st.builds(edit, written, st.integers(0, 200), st.text('0123456789abcdef-+., "\n:{}null\\', max_size=3),
+                     st.integers(0, 2))
+
+
+@settings(max_examples=1000)
+@given(near_canonical())
+def test_the_fast_read_accepts_only_what_the_full_parse_accepts_and_reads_it_alike(text: str) -> None:
+    fast = _canonical_frame(text)
+    if fast is None:
+        return
+    assert _parsed_frame(text, False) == fast
+
+
+@pytest.mark.parametrize("text", [
+    '{"type":"ack","seq":1,"duplicates":0,"gaps":0,"digest":"0123456789abcdef\\n"}',
+    '{"type":"hello","v":1,"session":"s-1\\n"}',
+    '{"type":"hello","v":1,"cursor":{"epoch":"e","seq":1,"view":"0123456789abcdef\\n"}}',
+])
+def test_an_id_with_a_trailing_newline_is_refused(text: str) -> None:
+    assert refused(text).code is CloseCode.PROTOCOL_VIOLATION
+
+
+@pytest.mark.parametrize("text", [
+    '{"type":"ack","seq":01,"duplicates":0,"gaps":0}',
+    '{"type":"ack","seq":1,"duplicates":00,"gaps":0}',
+    '{"type":"ack","seq":-1,"duplicates":0,"gaps":0}',
+    '{"type":"ack","seq":1.0,"duplicates":0,"gaps":0}',
+    '{"type":"ack","seq":1e2,"duplicates":0,"gaps":0}',
+    '{"type":"ack","seq":18446744073709551616,"duplicates":0,"gaps":0}',
+    '{"type":"ack","seq":1,"duplicates":9223372036854775808,"gaps":0}',
+    '{"type":"ack","seq":1,"duplicates":0,"gaps":0,"digest":"0123456789ABCDEF"}',
+    '{"type":"ack","seq":1,"duplicates":0,"gaps":0,"digest":"0123456789abcdef","x":1}',
+    '{"type":"ack","seq":1,"duplicates":0,"gaps":0,"gaps":1}',
+    '{"type":"ack","seq":1,"duplicates":0,"gaps":0}\n',
+    '{"type":"ping","t":01}',
+    '{"type":"pong","t":9223372036854775808}',
+])
+def test_a_near_miss_of_the_written_form_is_left_to_the_full_parse(text: str) -> None:
+    assert _canonical_frame(text) is None

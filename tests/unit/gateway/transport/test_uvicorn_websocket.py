@@ -8,6 +8,8 @@ from typing import Any, cast
 
 import pytest
 import uvicorn
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from uvicorn.server import ServerState
 from websockets.frames import Frame, Opcode
@@ -115,3 +117,72 @@ def test_the_protocol_closes_its_lane_gate_on_a_close_sent_a_disconnect_or_a_pau
     assert getattr(protocol, event) and not lane.gate.open
     protocol.resume_writing()
     assert not lane.gate.open
+
+
+def listening_protocol() -> tuple[SparkwireWebSocketProtocol, list[Message]]:
+    config = uvicorn.Config(app=lambda scope, receive, send: None)
+    config.load()
+    protocol = SparkwireWebSocketProtocol(config, ServerState(), {}, _loop=asyncio.new_event_loop(), opened=True)
+    protocol.transport = cast(Any, FakeTransport())
+    protocol.handshake_complete = True
+    heard: list[Message] = []
+    protocol.queue.listen(heard.append)
+    return protocol, heard
+
+
+def test_websockets_parser_is_between_frames_only_with_no_part_of_a_frame_read() -> None:
+    protocol, heard = listening_protocol()
+    assert protocol._between_frames()
+    ping = Frame(Opcode.PING, b"p").serialize(mask=True)  # read by websockets, which answers it
+    protocol.data_received(ping)
+    assert protocol._between_frames() and protocol.transport.written  # type: ignore[attr-defined]
+    text = Frame(Opcode.TEXT, b'{"type":"ack"}').serialize(mask=True)
+    protocol.data_received(ping + text[:6])  # the text's header and mask taken by websockets' parser
+    assert not protocol._between_frames() and not protocol.conn.reader.buffer
+    protocol.data_received(text[6:])
+    assert protocol._between_frames() and heard == [{"type": "websocket.receive", "text": '{"type":"ack"}'}]
+    protocol.data_received(Frame(Opcode.TEXT, b"part", fin=False).serialize(mask=True))
+    assert not protocol._between_frames()  # a fragmented message begun
+
+
+chunked_client_frames = st.lists(st.one_of(
+    st.builds(lambda text: Frame(Opcode.TEXT, text.encode()), st.text(max_size=40)),
+    st.builds(lambda text: Frame(Opcode.TEXT, text.encode()), st.text(min_size=130, max_size=140)),
+    st.builds(lambda data: Frame(Opcode.TEXT, data), st.binary(max_size=8)),
+    st.builds(lambda: Frame(Opcode.PING, b"k")), st.builds(lambda: Frame(Opcode.PONG, b"k")),
+    st.builds(lambda a, b: [Frame(Opcode.TEXT, a.encode(), fin=False), Frame(Opcode.CONT, b.encode())],
+              st.text(max_size=5), st.text(max_size=5)),
+), max_size=6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(chunked_client_frames, st.lists(st.integers(1, 60), max_size=6))
+def test_a_listening_connection_hears_what_websockets_alone_would_and_closes_alike(
+        frames: list[Frame | list[Frame]], cuts: list[int]) -> None:
+    """The same client bytes, received in the same pieces, by the protocol and by one that leaves every byte
+    to websockets: the same messages, in order, the same bytes answered, the same state after."""
+    stream = b"".join(f.serialize(mask=True) for item in frames for f in (item if isinstance(item, list) else [item]))
+    pieces, start = [], 0
+    for cut in cuts:
+        pieces.append(stream[start:start + cut])
+        start += cut
+    pieces.append(stream[start:])
+    ours, our_messages = listening_protocol()
+    reference, their_messages = listening_protocol()
+    for piece in filter(None, pieces):
+        ours.data_received(piece)
+        WebSocketsSansIOProtocol.data_received(reference, piece)
+    assert our_messages == their_messages
+    assert ours.transport.written == reference.transport.written  # type: ignore[attr-defined]
+    assert (ours.conn.state, ours.close_sent) == (reference.conn.state, reference.close_sent)
+
+
+def test_a_protocol_error_closes_1002_after_the_messages_whole_before_it() -> None:
+    """The one place the two differ: uvicorn drops every message of a read in which websockets then
+    finds an error; the frames read here before it were whole and are heard."""
+    protocol, heard = listening_protocol()
+    text, stray_continuation = Frame(Opcode.TEXT, b"before"), Frame(Opcode.CONT, b"x")
+    protocol.data_received(text.serialize(mask=True) + stray_continuation.serialize(mask=True))
+    assert heard[0] == {"type": "websocket.receive", "text": "before"}
+    assert heard[1]["type"] == "websocket.disconnect" and heard[1]["code"] == 1002
+    assert protocol.close_sent

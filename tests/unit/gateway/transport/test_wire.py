@@ -41,6 +41,15 @@ class FakeTransport:
     def get_write_buffer_size(self) -> int:
         return self.buffered
 
+    def close(self) -> None:
+        self.closing = True
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
 
 def wire(transport: FakeTransport, **state: Any) -> Wire:
     writable = Writable()
