@@ -2,7 +2,7 @@
 most (an ack every second or so, a ping now and then), each a single masked frame of at most 125 bytes.
 
 Through websockets' parser (a generator per frame, a ``Frame`` object, the event list) and uvicorn's event
-dispatch, one such frame cost about twice the JSON parse of the ack it carries. ``read_short_text_frame``
+dispatch, one such frame cost about as much as the JSON parse of the ack it carries. ``read_short_text_frame``
 reads the ones it can prove are exactly that, from a frame boundary on, and stops at the first it cannot:
 any other opcode (a ping, a pong, a close, binary, a continuation), a frame not final, reserved bits set
 (compression), not masked, longer than 125 bytes, not whole yet, or not UTF-8. Those bytes, and everything

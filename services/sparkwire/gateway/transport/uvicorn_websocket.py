@@ -227,8 +227,9 @@ class SparkwireWebSocketProtocol(WebSocketsSansIOProtocol):
     def data_received(self, data: bytes) -> None:
         """A listening connection's short text frames (its acks and pings) read here (``short_frames``), from
         the first byte on: only while websockets' parser is between two frames with nothing buffered, and
-        every byte from the first frame not read so on goes websockets' way. ~9 µs of websockets' and
-        uvicorn's parse per ack, 1,000 acks a second at 1,000 clients (docs/benchmarks.md)."""
+        every byte from the first frame not read so on goes websockets' way (docs/design-notes.md, "A client's
+        acks read without a parser"). A 125-byte frame is within any message size limit ``sparkwire gateway``
+        sets (``ws_max_size`` is at least 64 KiB), so websockets would not refuse one read here for its size."""
         if self.queue.listener is not None and not self._close_sent and self._between_frames():
             start = 0
             while self.queue.listener is not None and not self._close_sent:
