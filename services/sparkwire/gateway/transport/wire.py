@@ -10,17 +10,28 @@ the two paths never interleave. The protocol that makes a ``Wire`` is ``uvicorn_
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from starlette.types import Scope
+from websockets.server import ServerProtocol
 
 from sparkwire.gateway.transport.contract import Lane, Listener, serialize_text_frames
 from sparkwire.gateway.transport.queues import MAX_BUFFERED_BYTES
 
-if TYPE_CHECKING:
-    from sparkwire.gateway.transport.uvicorn_websocket import SparkwireWebSocketProtocol
-
 WIRE_EXTENSION = "sparkwire.wire"
+
+
+class WireProtocol(Protocol):
+    """What a ``Wire`` reads of the uvicorn protocol under it (``uvicorn_websocket``'s, which makes it)."""
+
+    writable: Writable
+    transport: asyncio.Transport
+    conn: ServerProtocol
+    close_sent: bool
+    disconnected: bool
+    handshake_complete: bool
+
+    def listen(self, listener: Listener | None) -> None: ...
 
 
 class Wire:
@@ -28,7 +39,7 @@ class Wire:
 
     __slots__ = ("_compressed", "_protocol", "_writable")
 
-    def __init__(self, protocol: SparkwireWebSocketProtocol) -> None:
+    def __init__(self, protocol: WireProtocol) -> None:
         self._protocol = protocol
         self._writable = protocol.writable
         # Negotiated in the handshake, before this is made: a compressed connection's frames are its own.
