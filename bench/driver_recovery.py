@@ -34,7 +34,7 @@ from _recovery_phases import Recovery, recovery_from_log
 
 from sparkwire.replaylog import Entry, ReplayLogReader
 from sparkwire_harness.stack import KafkaBroker, ManagedProcess, RedisServer
-from sparkwire_harness.verify import compare, expected_results
+from sparkwire_harness.verify import compare, expected_results, oracle_input, read_produced
 
 SECTION = "driver_recovery"
 PYTHON = [sys.executable, "-m", "sparkwire.cli"]
@@ -129,7 +129,7 @@ class Bench:
                 time.sleep(15)  # results flow again before the next kill
             while producer.alive:
                 time.sleep(1)
-            expected = expected_results([json.loads(line)["value"] for line in events.open()], WINDOW_MS, DELAY_MS)
+            expected = expected_results(oracle_input(read_produced(events)), WINDOW_MS, DELAY_MS)
             deadline = time.monotonic() + 120
             while time.monotonic() < deadline and self.reader.meta().last_seq < len(expected):
                 time.sleep(1)

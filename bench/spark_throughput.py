@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import os
 import shlex
 import sys
@@ -49,7 +48,7 @@ from sparkwire.client.background import BackgroundClient
 from sparkwire.protocol.server_frames import ReceivedEntry
 from sparkwire.replaylog import ReplayLogReader
 from sparkwire_harness.stack import GatewayProcess, KafkaBroker, ManagedProcess, RedisServer
-from sparkwire_harness.verify import compare, expected_results
+from sparkwire_harness.verify import Produced, compare, expected_results, oracle_input, read_produced
 
 SECTION = "spark_throughput"
 PYTHON = [sys.executable, "-m", "sparkwire.cli"]
@@ -140,7 +139,7 @@ class Bench:
               f"capacity {verdict.capacity:,.0f}/s, sustained {verdict.sustained}", file=sys.stderr, flush=True)
         return verdict
 
-    def check_exactly_once(self, topic: str, spec: RunSpec, produced: list[str]) -> tuple[bool, str, float]:
+    def check_exactly_once(self, topic: str, spec: RunSpec, produced: list[Produced]) -> tuple[bool, str, float]:
         """The whole backlog as ``spec`` reads it; the log must equal the oracle. Returns (ok, summary,
         seconds)."""
         stream = f"full-{spec.rate}"
@@ -229,7 +228,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise RuntimeError(f"producer failed:\n{producer.log_tail(20)}")
             produce_s = time.monotonic() - t0
             print(f"[backlog] {count:,} events in {produce_s:.0f} s", file=sys.stderr, flush=True)
-            produced = [json.loads(line)["value"] for line in (bench.workdir / f"{topic}.jsonl").open()]
+            produced = oracle_input(read_produced(bench.workdir / f"{topic}.jsonl"))
             verdicts = [bench.run_rate(topic, spec) for spec in args.runs]
             best = highest_sustained(verdicts)
             check = next(spec for spec, v in zip(args.runs, verdicts, strict=True) if v is best) if best else min(

@@ -44,7 +44,7 @@ from sparkwire_harness.chaos.schedule import CATEGORY, EDGES, Schedule, build_sc
 from sparkwire_harness.chaos.topology import STREAM, TOPOLOGIES, Topology, start_topology
 from sparkwire_harness.chaos.verifier import Verdict, first_problem, verdict_line, verify
 from sparkwire_harness.stack import ManagedProcess, cache_dir, exit_on_sigterm
-from sparkwire_harness.verify import WindowResult, expected_results
+from sparkwire_harness.verify import WindowResult, expected_results, oracle_input, read_produced
 
 # Shorter than the defaults (20 s / 30 s), so a hung gateway is found within a short run; the client's
 # silence timeout follows the protocol's rule, ping interval + 10 s.
@@ -265,8 +265,8 @@ def _fault_window(topology: Topology, settings: Settings, schedule: Schedule, se
 
 def _expected_windows(workdir: Path, settings: Settings) -> dict[str, WindowResult]:
     """The results computed independently from the events the producer wrote down."""
-    raw = [json.loads(line)["value"] for line in events_path(workdir).read_text().splitlines()]
-    expected = expected_results(raw, WINDOW_MS, settings.delay_ms)
+    raw = read_produced(events_path(workdir))
+    expected = expected_results(oracle_input(raw), WINDOW_MS, settings.delay_ms)
     _say(f"producer done: {len(raw)} records, {len(expected)} windows expected; waiting for the log, the clients")
     return expected
 

@@ -56,7 +56,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_flag(parser, "--realtime", default=False,
              help="send each event when its event time comes instead of as fast as possible")
     add_option(parser, "--events-file", default="",
-               help="write every produced record (JSON lines) here, for independent checking")
+               help="write every record Kafka acknowledged here, for independent checking: JSON lines of "
+                    "index (produced order), kind, value and partition, in acknowledgement order")
     add_option(parser, "--log-level", default="INFO", help="log level")
 
 

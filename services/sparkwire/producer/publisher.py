@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Callable, Iterable
@@ -66,36 +67,43 @@ def publish(
     realtime: bool = False,
     events_file: Path | None = None,
 ) -> PublishStats:
-    """Send every record; with ``realtime``, at the pace of its event time. Raises if any send failed."""
+    """Send every record; with ``realtime``, at the pace of its event time. Raises if any send failed.
+
+    ``events_file``: one JSON line per record Kafka acknowledged, written as acknowledged: ``index`` (its
+    place in the produced order), ``kind``, ``value`` and the ``partition`` it went to (a heartbeat once
+    per partition). The partition is what lets an oracle reason per partition, as the aggregator closes
+    windows; lines of different partitions are in acknowledgement order, so readers sort by ``index``."""
     stats = PublishStats()
     errors: list[str] = []
+    sink: IO[str] | None = events_file.open("w") if events_file else None
 
-    def on_delivery(err: KafkaError | None, _msg: Message) -> None:
+    def on_delivery(index: int, record: ProducedRecord, err: KafkaError | None, message: Message) -> None:
         if err is not None:
             stats.failed += 1
             errors.append(str(err))
+        elif sink is not None:
+            sink.write(json.dumps({"index": index, "kind": record.kind, "value": record.value,
+                                   "partition": message.partition()}) + "\n")
 
     started = time.monotonic()
-    sink: IO[str] | None = events_file.open("w") if events_file else None
     partitions: list[int] | None = None
     try:
-        for record in records:
+        for index, record in enumerate(records):
             if realtime:
                 delay = started + record.due_ms / 1000 - time.monotonic()
                 if delay > 0:
                     time.sleep(delay)
+            delivered = functools.partial(on_delivery, index, record)
             if record.kind == "heartbeat":
                 # Kafka orders records only within a partition: a heartbeat in each one follows
                 # everything sent there before it, whichever partitions a reader is assigned.
                 if partitions is None:
                     partitions = _partitions(producer, topic)
                 for partition in partitions:
-                    _send(producer, topic, record.value, None, on_delivery, partition)
+                    _send(producer, topic, record.value, None, delivered, partition)
             else:
-                _send(producer, topic, record.value, record.key, on_delivery)
+                _send(producer, topic, record.value, record.key, delivered)
             producer.poll(0)
-            if sink is not None:
-                sink.write(json.dumps({"kind": record.kind, "value": record.value}) + "\n")
             stats.sent += 1
             counter = _COUNTER_OF_KIND[record.kind]
             setattr(stats, counter, getattr(stats, counter) + 1)

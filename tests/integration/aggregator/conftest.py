@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from collections.abc import Iterator
@@ -14,7 +13,15 @@ import pytest
 from sparkwire.replaylog import ReplayLogReader, StreamMeta
 from sparkwire.replaylog.redis_url import connect
 from sparkwire_harness.stack import KafkaBroker, ManagedProcess, RedisServer, ReplicatedRedis, free_port
-from sparkwire_harness.verify import Outcome, WindowResult, expected_outcome, expected_results
+from sparkwire_harness.verify import (
+    Outcome,
+    ProducedLine,
+    WindowResult,
+    expected_outcome,
+    expected_results,
+    oracle_input,
+    read_produced,
+)
 
 WINDOW_MS = 1_000
 # Spark drops an event whose time is more than the delay behind the largest it read before the event's batch
@@ -101,15 +108,15 @@ class Pipeline:
         self.parts.append(events_file)
         self.next_start_ms = int(settings["start_ms"]) + int(count * 1000 / settings["rate"])
 
-    def produced(self) -> list[str]:
-        """Every produced record's value, part after part, in produced order."""
-        return [json.loads(line)["value"] for part in self.parts for line in part.read_text().splitlines()]
+    def produced(self) -> list[ProducedLine]:
+        """Every record Kafka acknowledged, part after part, in produced order, with its partition."""
+        return read_produced(self.parts)
 
     def expected(self) -> dict[str, WindowResult]:
-        return expected_results(self.produced(), WINDOW_MS, DELAY_MS)
+        return expected_results(oracle_input(self.produced()), WINDOW_MS, DELAY_MS)
 
     def outcome(self, late_margin_ms: int) -> Outcome:
-        return expected_outcome(self.produced(), WINDOW_MS, DELAY_MS, late_margin_ms=late_margin_ms)
+        return expected_outcome(oracle_input(self.produced()), WINDOW_MS, DELAY_MS, late_margin_ms=late_margin_ms)
 
     def start(self, fault: str | None = None) -> ManagedProcess:
         self.metrics_port = free_port()

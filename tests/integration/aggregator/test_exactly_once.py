@@ -18,7 +18,7 @@ from sparkwire.aggregator.window_state import WindowStateFiles
 from sparkwire.aggregator.windows import NO_BOUND
 from sparkwire.protocol.items import Entry
 from sparkwire.spark.rebuild.checkpoint import read_history
-from sparkwire_harness.verify import compare
+from sparkwire_harness.verify import compare, read_produced
 from sparkwire_harness.verify.expected import parse_event, parse_heartbeat
 
 from .conftest import DELAY_MS, WINDOW_MS, Pipeline, wait_exit
@@ -66,8 +66,7 @@ def consume_all(bootstrap: str, topic: str, expected: int, timeout: float = 30) 
 
 
 def produced(pipeline: Pipeline, kind: str) -> list[str]:
-    records = [json.loads(line) for line in pipeline.events_file.read_text().splitlines()]
-    return [r["value"] for r in records if r["kind"] == kind]
+    return [r.value for r in read_produced(pipeline.events_file) if r.kind == kind]
 
 
 def assert_batch_staged_not_visible(pipeline: Pipeline, batch_id: int) -> None:

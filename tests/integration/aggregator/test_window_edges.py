@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from sparkwire_harness.verify import compare, expected_results, parse_event
+from sparkwire_harness.verify import compare, expected_results, oracle_input, parse_event, read_produced
 
 from .conftest import DELAY_MS, WINDOW_MS, Pipeline, wait_exit
 from .test_exactly_once import scrape
@@ -26,9 +26,9 @@ LATE_MARGIN_MS = 5_000
 def test_late_events_are_dropped_counted_and_predicted_by_the_oracle(pipeline: Pipeline) -> None:
     pipeline.produce(3_000, duplicate_ratio=0.02, max_disorder_ms=200, late_ratio=0.03, late_by_ms=LATE_BY_MS)
     outcome = pipeline.outcome(LATE_MARGIN_MS)
-    produced = [json.loads(line) for line in pipeline.events_file.read_text().splitlines()]
-    late = [r["value"] for r in produced if r["kind"] == "late"]
-    duplicates = sum(1 for r in produced if r["kind"] == "duplicate")
+    produced = read_produced(pipeline.events_file)
+    late = [r.value for r in produced if r.kind == "late"]
+    duplicates = sum(1 for r in produced if r.kind == "duplicate")
     assert len(late) > 20 and len(outcome.results) > 40
     # The oracle finds exactly the producer's late events from timestamps alone.
     assert sorted(outcome.late_events) == sorted(e.event_id for e in map(parse_event, late) if e is not None)
@@ -57,14 +57,14 @@ def test_heartbeats_close_the_last_window_of_a_quiet_stream(pipeline: Pipeline) 
     # Real time: 3 s of events, then 6 s of heartbeats only (a quiet stream).
     pipeline.produce(150, "--realtime", rate=50, heartbeat_ms=HEARTBEAT_MS, idle_ms=6000, start_ms=0,
                      max_disorder_ms=100)
-    raw = pipeline.produced()
-    events = [e for e in map(parse_event, raw) if e is not None]
+    produced = pipeline.produced()
+    events = [e for e in (parse_event(r.value) for r in produced) if e is not None]
     last_event_ms = max(e.timestamp for e in events)
     expected = pipeline.expected()
     last_window = max(expected.values(), key=lambda r: r.window_end)
     assert last_window.window_start <= last_event_ms < last_window.window_end, "the oracle closed every window"
     # Without the heartbeats the watermark stays behind the last event and its window never closes.
-    without = expected_results([v for v in raw if '"heartbeat"' not in v], WINDOW_MS, DELAY_MS)
+    without = expected_results(oracle_input(r for r in produced if r.kind != "heartbeat"), WINDOW_MS, DELAY_MS)
     assert last_window.processing_id not in without
 
     pipeline.wait_for_seq(len(expected), timeout=60)
