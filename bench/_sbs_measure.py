@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _common import histogram_quantile, process_cpu_seconds, settle_rss
+from _common import histogram_quantile, process_cpu_seconds, process_cpu_split, settle_rss
 from _loadgen import GoLoadGen
 from _servers import Publisher, Server, make_server
 
@@ -73,6 +73,7 @@ class Phase:
     seen: Outcome
     filters: int = 0  # K distinct filters over the clients (0: unfiltered)
     repeat: int = 1  # which pass of the side-by-side run measured it (1, 2, ...)
+    server_kernel_cpu: float = float("nan")  # of server_cpu, the kernel's on the server's behalf (its sockets' work)
 
     @property
     def evaluated_per_cpu(self) -> float:
@@ -164,15 +165,15 @@ def run_phase(kind: str, clients: int, rate: int, args: Any, redis: RedisServer,
     publisher.run(per_commit, args.warmup)
     redis_pid = redis.process.pid
     assert redis_pid is not None
-    cpu0, redis0 = process_cpu_seconds(server.pid), process_cpu_seconds(redis_pid)
+    cpu0, redis0 = process_cpu_split(server.pid), process_cpu_seconds(redis_pid)
     t0 = loadgen.call("phase_start")["t"]
     published, seconds = publisher.run(per_commit, args.duration)
     result = loadgen.call("phase_end", head=publisher.head(), timeout=args.catch_up_timeout)
-    cpu1, redis1 = process_cpu_seconds(server.pid), process_cpu_seconds(redis_pid)
+    cpu1, redis1 = process_cpu_split(server.pid), process_cpu_seconds(redis_pid)
     seen = Outcome.of(result)
     end = result["reached_at"] if not result["behind"] else time.time()
-    phase = Phase(kind, clients, rate, per_commit, published, seconds, max(end - t0, 1e-9), cpu1 - cpu0,
-                  redis1 - redis0, seen, filters)
+    phase = Phase(kind, clients, rate, per_commit, published, seconds, max(end - t0, 1e-9), sum(cpu1) - sum(cpu0),
+                  redis1 - redis0, seen, filters, server_kernel_cpu=cpu1[1] - cpu0[1])
     print(f"[{kind}{f' {filters} filters' if filters else ''}] {clients} clients {rate}/s:"
           f" {phase.delivered_per_s:,.0f}/s, {phase.per_cpu:,.0f} per CPU s"
           f" ({phase.per_frame:.1f}/frame), p50/p99/p999 {seen.latency_ms(0.5):.1f}/{seen.latency_ms(0.99):.1f}/"

@@ -64,9 +64,9 @@ def _order(server: str) -> tuple[bool, str]:
 
 
 def delivery_table(phases: Sequence[Phase]) -> list[str]:
-    lines = ["| clients | rate msg/s | server | repeats | delivered/s | msgs/frame | server CPU s | delivered per"
-             " server CPU s (x peer) | p50 / p99 / p999 ms (p99 x peer) | Redis CPU s | load-gen CPU s |"
-             " exactly once |",
+    lines = ["| clients | rate msg/s | server | repeats | delivered/s | msgs/frame | server CPU s (kernel)"
+             " | delivered per server CPU s (x peer) | p50 / p99 / p999 ms (p99 x peer) | Redis CPU s"
+             " | load-gen CPU s | exactly once |",
              "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     rows = group(phases, lambda p: (p.clients, p.rate, p.server))
     for (clients, rate, server), ps in sorted(rows.items(), key=lambda kv: (*kv[0][:2], *_order(kv[0][2]))):
@@ -74,6 +74,7 @@ def delivery_table(phases: Sequence[Phase]) -> list[str]:
         lines.append(
             f"| {clients:,} | {rate:,} | {NAMES[server]} | {len(ps)} | {_med(ps, lambda p: p.delivered_per_s)}"
             f" | {_med(ps, lambda p: p.per_frame, 1)} | {_med(ps, lambda p: p.server_cpu, 2)}"
+            f" ({_med(ps, lambda p: p.server_kernel_cpu, 2)})"
             f" | {_med(ps, lambda p: p.per_cpu)}{_vs_peer(ps, peer, lambda p: p.per_cpu)}"
             f" | {_med(ps, lambda p: p.seen.latency_ms(0.5), 1)} / {_med(ps, lambda p: p.seen.latency_ms(0.99), 1)}"
             f" / {_med(ps, lambda p: p.seen.latency_ms(0.999), 1)}"
@@ -178,7 +179,9 @@ def render(ctx: Context, idles: Sequence[Idle], phases: Sequence[Phase], kills: 
         "- Latency: the client's receive time minus the time carried in the message (sparkwire: `commitMs`, Redis"
         " `TIME` at the start of the commit script; centrifuge and naive: the publisher's clock just before it"
         " publishes); same host, same clock; 0.1 ms buckets, nearest rank. *Delivered per server CPU s* divides"
-        " messages received by all clients by the server process's own CPU time (`/proc/<pid>/stat`).",
+        " messages received by all clients by the server process's own CPU time (`/proc/<pid>/stat`), in"
+        " brackets the kernel's part of it (the process's system time: its sockets' work; on loopback, the"
+        " receiving socket's side of a send is mostly done in the sender's system call too).",
         "- Exactly once: every client checks every position (seq / offset / publisher sequence) for holes and"
         " repeats and must end at the last one published; a peer that loses or repeats is reported so.",
         "",

@@ -99,6 +99,21 @@ def test_a_cursor_resumes_with_the_history_after_it_then_live(gateway: InProcess
     assert seqs == list(range(8, 151))
 
 
+def test_clients_resuming_from_one_seq_get_the_same_frames_packed_once(gateway: InProcess) -> None:
+    gateway.commit(0, 60)  # in the ring (100), over one page (50): a run from the ring, then one more
+    received: list[list[str]] = []
+    for _ in range(3):
+        with gateway.connect(cursor=Cursor(gateway.log.epoch, 5)) as ws:
+            assert isinstance(parse_server_frame(ws.receive_text()), Welcome)
+            texts: list[str] = []
+            while not texts or json.loads(texts[-1])["entries"][-1]["seq"] < 60:
+                texts.append(ws.receive_text())
+            received.append(texts)
+    assert received[0] == received[1] == received[2]
+    seqs = [entry["seq"] for text in received[0] for entry in json.loads(text)["entries"]]
+    assert seqs == list(range(6, 61))
+
+
 def test_an_ack_is_the_session_s_position_for_the_next_connection(gateway: InProcess) -> None:
     gateway.commit(0, 20)
     with gateway.connect(cursor=Cursor(gateway.log.epoch, 0)) as ws:

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import pytest
 import redis.asyncio as redis_async
-from redis.asyncio.connection import Connection, SSLConnection, UnixDomainSocketConnection
+from redis.asyncio.connection import AbstractConnection, Connection, SSLConnection, UnixDomainSocketConnection
+from redis.asyncio.sentinel import SentinelManagedConnection
 from redis.exceptions import DataError
 
-from sparkwire.replaylog.packing import HiredisPacking
-from sparkwire.replaylog.redis_url import connect_async
+from sparkwire.replaylog.packing import BufferedReplies, HiredisPacking, _packed
+from sparkwire.replaylog.redis_url import _AsyncFollowingConnection, connect_async
 
 COMMANDS = [
     ("HSET", "sparkwire:session:{ab12}:metrics", "epoch", "e1", "seq", 123456789012, "duplicates", 0,
@@ -51,3 +52,14 @@ def test_an_argument_hiredis_cannot_pack_is_a_data_error_as_with_redis_py() -> N
             connection.pack_command("SET", "k", bad)  # type: ignore[arg-type]
         with pytest.raises(DataError):
             Connection().pack_command("SET", "k", bad)  # type: ignore[arg-type]
+
+
+def test_buffered_replies_come_right_before_redis_py_s_own_read_so_every_wrapper_still_sees_each_reply() -> None:
+    """A sentinel-managed connection (and ours, ``_AsyncFollowingConnection``) turns a failover's errors into
+    connection errors in its ``read_response``; the shortcut for buffered replies must sit under it."""
+    for kind in (Connection, SSLConnection, UnixDomainSocketConnection, _AsyncFollowingConnection):
+        order = _packed(kind).__mro__
+        assert order.index(BufferedReplies) == order.index(AbstractConnection) - 1
+        assert order.index(kind) < order.index(BufferedReplies)
+    following = _packed(_AsyncFollowingConnection).__mro__
+    assert following.index(SentinelManagedConnection) < following.index(BufferedReplies)

@@ -143,12 +143,10 @@ class Sender:
         while subscription.ended is None:
             pending.extend(live for batch in subscription.take() for live in batch)
             page, source = await self._history_page()
-            encodings = {live.entry.seq: live.encoded for live in pending}
-            encodings.update({entry.seq: encoded for entry, encoded in page})
             step = junction_step(self.merger, [entry for entry, _ in page], [live.entry for live in pending],
                                  self.settings.page_size)
             metrics.child(metrics.ENTRIES_REPLAYED, self.hub.stream, source).inc(len(step.entries))
-            await self._send_replayed(step.entries, encodings)
+            await self._send_replayed(step.entries, page, pending)
             if step.next == "live":
                 return
             if step.next == "gap":
@@ -157,9 +155,23 @@ class Sender:
                 raise Close(CloseCode.STREAM_RESET, f"seq {self.merger.delivered + 1} is no longer in the log")
             await self._on_time()  # a long replay still pings and still ends a stale token
 
-    async def _send_replayed(self, entries: list[Entry], encodings: dict[int, EncodedEntry]) -> None:
-        """Send a run of replayed entries (``encodings``: each one's, encoded once per pod)."""
-        await self._send([encodings[entry.seq] for entry in entries])
+    async def _send_replayed(self, entries: list[Entry], page: list[tuple[Entry, EncodedEntry]],
+                             pending: list[LiveEntry]) -> None:
+        """Send a run of replayed entries, each encoded once per pod (in ``page`` or ``pending``); a run of
+        consecutive seqs in the hub's epoch is packed once per pod too (``StreamHub.replay_frames``)."""
+        def encoded() -> list[EncodedEntry]:
+            encodings = replay_encodings(page, pending)
+            return [encodings[entry.seq] for entry in entries]
+
+        if not entries:
+            return
+        epoch = await self._frame_epoch()
+        first, last = entries[0].seq, entries[-1].seq
+        if epoch and epoch == self.hub.epoch and last - first + 1 == len(entries):
+            frames, wire = self.hub.replay_frames(epoch, first, last, self.max_frame_bytes, encoded)
+            await self._send_frames(frames, len(entries), wire)
+            return
+        await self._send(encoded())
 
     async def _on_time(self) -> None:
         """Application pings, the pong timeout and the token's expiry, all checked by the sender: browsers
@@ -220,6 +232,13 @@ class Sender:
         for frame in frames:
             await self.socket.send_text(frame)
         self._delivered.inc(entries)
+
+
+def replay_encodings(page: list[tuple[Entry, EncodedEntry]], pending: list[LiveEntry]) -> dict[int, EncodedEntry]:
+    """Each seq's encoding, of a history page and the live entries buffered meanwhile (both encoded once per pod)."""
+    encodings = {live.entry.seq: live.encoded for live in pending}
+    encodings.update({entry.seq: encoding for entry, encoding in page})
+    return encodings
 
 
 def now_ms() -> int:

@@ -15,9 +15,9 @@ import time
 from sparkwire.gateway import metrics
 from sparkwire.gateway.auth.tokens import Grant
 from sparkwire.gateway.connection.ack_budget import AckBudget
-from sparkwire.gateway.connection.sender import Sender, Timers
+from sparkwire.gateway.connection.sender import Sender, Timers, replay_encodings
 from sparkwire.gateway.fanout.hub import StreamHub
-from sparkwire.gateway.fanout.subscription import LiveBatch, Subscription
+from sparkwire.gateway.fanout.subscription import LiveBatch, LiveEntry, Subscription
 from sparkwire.gateway.settings import ConnectionSettings
 from sparkwire.gateway.transport.contract import FrameSocket, Transport
 from sparkwire.protocol.limits import VIEW_POSITION_INTERVAL_MS
@@ -122,9 +122,10 @@ class ViewSender(Sender):
             return False
         return True
 
-    async def _send_replayed(self, entries: list[Entry], encodings: dict[int, EncodedEntry]) -> None:
+    async def _send_replayed(self, entries: list[Entry], page: list[tuple[Entry, EncodedEntry]],
+                             pending: list[LiveEntry]) -> None:
         self._follow_mode()
-        await self._send_view(self.feed.offer(entries, monotonic_ms()), encodings)
+        await self._send_view(self.feed.offer(entries, monotonic_ms()), replay_encodings(page, pending))
 
     async def _on_time(self) -> None:
         await super()._on_time()

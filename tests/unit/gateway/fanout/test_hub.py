@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from sparkwire.gateway.fanout.hub import LiveBatch, LiveEntry, StreamHub
+from sparkwire.gateway.fanout.hub import MAX_REPLAY_ENCODINGS, LiveBatch, LiveEntry, StreamHub
 from sparkwire.gateway.transport.contract import serialize_text_frames
 from sparkwire.protocol.server_frames import encode_entry, pack_entries
 from sparkwire.replaylog.memory import MemoryStreamLog
@@ -42,6 +42,30 @@ def test_a_batch_serializes_its_frames_once_as_websocket_frames() -> None:
     assert batch.wire("e1", 512) is data
     frames = batch.frames("e1", 512)
     assert data == b"".join(serialize_text_frames([frame]) for frame in frames)
+
+
+def test_a_replayed_run_is_packed_once_per_pod_epoch_and_size_and_like_pack_entries() -> None:
+    hub = StreamHub(MemoryStreamLog(), "metrics", ring_size=100)
+    entries = [live(seq) for seq in range(11, 51)]
+    asked: list[int] = []
+
+    def encoded() -> list[object]:
+        asked.append(1)
+        return [item.encoded for item in entries]
+
+    frames, wire = hub.replay_frames("e1", 11, 50, 512, encoded)  # type: ignore[arg-type]
+    assert frames == pack_entries("e1", [item.encoded for item in entries], 512) and len(frames) > 1
+    assert wire == serialize_text_frames(frames)
+    again = hub.replay_frames("e1", 11, 50, 512, encoded)  # type: ignore[arg-type]
+    assert again[0] is frames and again[1] is wire and len(asked) == 1  # the next client's: nothing encoded
+    assert hub.replay_frames("e1", 11, 50, 4096, encoded)[0] != frames  # type: ignore[arg-type]
+    assert json.loads(hub.replay_frames("e2", 11, 50, 512, encoded)[0][0])["epoch"] == "e2"  # type: ignore[arg-type]
+    assert len(asked) == 3
+    for first in range(MAX_REPLAY_ENCODINGS + 5):  # bounded: the oldest runs go first
+        hub.replay_frames("e1", first, first, 512, lambda: [entries[0].encoded])
+    assert len(hub._replays) == MAX_REPLAY_ENCODINGS
+    assert ("e1", MAX_REPLAY_ENCODINGS + 4, MAX_REPLAY_ENCODINGS + 4, 512) in hub._replays
+    assert ("e1", 11, 50, 512) not in hub._replays
 
 
 @pytest.mark.timeout(30)
