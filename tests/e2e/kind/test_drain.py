@@ -51,6 +51,7 @@ class Drain:
         self.tick = 0
         self.ready_gateways: list[int] = []
         self.kafka_unready_ticks = 0
+        self.kafka_story: list[str] = []  # each change of the Kafka pods' phase, readiness or node, with its tick
         self.result: subprocess.CompletedProcess[str] | None = None
         self.seconds = 0.0
         self._thread = threading.Thread(target=self._drain, daemon=True)
@@ -74,8 +75,19 @@ class Drain:
             self._thread.start()
         elif self.running:
             self.ready_gateways.append(len(self.kube.ready_pods(GATEWAY_SELECTOR)))
-        if self.tick >= 3 and not self.kube.ready_pods(KAFKA_SELECTOR):
-            self.kafka_unready_ticks += 1
+        if self.tick >= 3:
+            if not self.kube.ready_pods(KAFKA_SELECTOR):
+                self.kafka_unready_ticks += 1
+            self._note_kafka()
+
+    def _note_kafka(self) -> None:
+        pods = self.kube.pods(KAFKA_SELECTOR)
+        ready = {p.metadata.name for p in self.kube.ready_pods(KAFKA_SELECTOR)}
+        state = ", ".join(f"{p.metadata.name} {p.status.phase}{' Ready' if p.metadata.name in ready else ''}"
+                          f"{' deleting' if p.metadata.deletion_timestamp else ''} on {p.spec.node_name}"
+                          for p in pods) or "no pod"
+        if not self.kafka_story or not self.kafka_story[-1].endswith(f": {state}"):
+            self.kafka_story.append(f"tick {self.tick}: {state}")
 
     def wait(self, timeout: float = 400) -> subprocess.CompletedProcess[str]:
         self._thread.join(timeout)
@@ -111,8 +123,13 @@ def test_a_worker_drained_under_load(kube: Kube, release: Release, redis_link: R
         kube.wait_ready(GATEWAY_SELECTOR, release.gateway_replicas)
 
     try:
-        clients, production = scenario(kube, redis_link, release, FaultLoop(drain, every=1.0), after=drained,
-                                       seconds=60, results_timeout=480, producer_off_node=victim)
+        try:
+            clients, production = scenario(kube, redis_link, release, FaultLoop(drain, every=1.0), after=drained,
+                                           seconds=60, results_timeout=480, producer_off_node=victim)
+        except AssertionError as failed:
+            # A producer that gave up is most often a broker that did not come back: say what Kafka did.
+            raise AssertionError(f"{failed}\nKafka through the drain (a tick a second, no broker Ready for "
+                                 f"{drain.kafka_unready_ticks}): {drain.kafka_story}") from failed
         check_exactly_once(clients, production, redis_link, release, kube)
         assert drain.result is not None and "drained" in drain.result.stdout, drain.result
         assert drain.ready_gateways, "the drain ended before the first sample"

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from sparkwire_harness.kind import tools
-from sparkwire_harness.kind.tools import RELEASE_ENV_KEYS, Tools, parse_release_env, release_env_problem
+from sparkwire_harness.kind.tools import BUILD_BINARIES, RELEASE_ENV_KEYS, Tools, parse_release_env, release_env_problem
 
 
 def test_release_env_lines_are_read_as_the_shell_reads_them() -> None:
@@ -47,8 +47,26 @@ def test_release_env_problems_name_the_fix(tmp_path: Path) -> None:
     assert release_env_problem(values, path) is None
     lacking = {k: v for k, v in values.items() if k != "SPARKWIRE_KUBECTL"}
     assert "lacks ['SPARKWIRE_KUBECTL']" in str(release_env_problem(lacking, path))
-    gone = values | {"SPARKWIRE_SKAFFOLD": str(tmp_path / "missing")}
-    assert "SPARKWIRE_SKAFFOLD=" in str(release_env_problem(gone, path))
+    gone = values | {"SPARKWIRE_HELM": str(tmp_path / "missing")}
+    assert "SPARKWIRE_HELM=" in str(release_env_problem(gone, path))
+    # skaffold is not needed up front: a test that runs it builds it (Tools.skaffold_binary).
+    assert release_env_problem(values | {"SPARKWIRE_SKAFFOLD": str(tmp_path / "missing")}, path) is None
+
+
+def test_a_missing_skaffold_is_built_into_the_folder_release_env_names(tmp_path: Path) -> None:
+    calls: list[tuple[list[str], dict[str, str]]] = []
+
+    def run(command: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        calls.append((command, kwargs["env"]))
+        return subprocess.CompletedProcess(command, 0, "", "")
+
+    missing = tmp_path / "cache" / "kind" / "bin" / "skaffold"
+    tools = Tools(complete(tmp_path) | {"SPARKWIRE_SKAFFOLD": str(missing)}, run=run)
+    assert tools.skaffold_binary == str(missing)
+    [(command, env)] = calls
+    assert command[1:] == [str(BUILD_BINARIES), "skaffold"] and env["SPARKWIRE_CACHE"] == str(tmp_path / "cache")
+    present = Tools(complete(tmp_path), run=run)
+    assert present.skaffold_binary == str(tmp_path / "skaffold") and len(calls) == 1
 
 
 def test_the_tools_folders_come_first_on_path_and_release_env_goes_to_the_environment(tmp_path: Path) -> None:
