@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import re
+import subprocess
+import sys
 import tomllib
 from importlib.util import find_spec
 from pathlib import Path
@@ -98,3 +100,22 @@ def test_a_streaming_driver_runs_c1_only_and_a_rebuild_the_full_jit(monkeypatch:
     add_runtime_arguments(run)
     add_runtime_arguments(rebuild, java_options="")
     assert (run.parse_args([]).driver_java_options, rebuild.parse_args([]).driver_java_options) == (QUICK_JIT, "")
+
+
+def test_the_command_being_run_is_the_only_one_imported() -> None:
+    # A fresh interpreter: this test process has imported everything already.
+    probe = ("import sys; from sparkwire import cli; parser = cli.build_parser(only='gateway'); "
+             "assert parser.parse_args(['gateway']).run is not None; "
+             "print(sorted(m for m in ('sparkwire.aggregator.job', 'sparkwire.producer.main', 'confluent_kafka', "
+             "'sparkwire.gateway.server') if m in sys.modules))")
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "['sparkwire.gateway.server']"
+
+
+def test_the_chosen_command_is_the_first_argument_not_an_option() -> None:
+    assert cli.chosen_command(["--version"]) == ""
+    assert cli.chosen_command(["--help", "token", "--streams", "metrics"]) == "token"
+    assert cli.chosen_command([]) == ""
+    with pytest.raises(SystemExit) as exited:  # listed only, so a typo is argparse's invalid choice
+        cli.main(["gatewya"])
+    assert exited.value.code == 2
