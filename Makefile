@@ -7,7 +7,7 @@ CACHE := .cache
 # Python's bytecode cache, kept out of the source tree (.cache/pycache) and written even where the environment
 # says PYTHONDONTWRITEBYTECODE (as CI's machines do): without it every Python process compiled from source
 # every module it imported, and the tests start hundreds (gateways, producers, Spark's workers, pytest runs).
-# A gateway's start took 1.4 s of CPU instead of 0.6, four gateway test modules 49 s of user CPU instead of
+# A gateway's start took 1.4 s instead of 0.6 (wall time), four gateway test modules 49 s of user CPU instead of
 # 16 (docs/test-times.md). Empty is "not set" to Python.
 export PYTHONPYCACHEPREFIX ?= $(abspath $(CACHE))/pycache
 export PYTHONDONTWRITEBYTECODE :=
