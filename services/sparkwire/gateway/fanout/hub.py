@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 
 from sparkwire.gateway import metrics
 from sparkwire.gateway.fanout.subscription import EndReason, LiveBatch, LiveEntry, Subscription
+from sparkwire.gateway.fanout.sweep import Sweep
 from sparkwire.gateway.fanout.views import StreamViews
 from sparkwire.gateway.recovery.continuity import head_verdict
 from sparkwire.gateway.store.batched import Batched, shared
@@ -83,6 +84,7 @@ class StreamHub:
         self.views = StreamViews()  # filtered subscriptions only (issue 43)
         self._written_through = metrics.WRITTEN_THROUGH.labels(stream=stream)
         self._delivered = metrics.ENTRIES_DELIVERED.labels(stream=stream)
+        self._sweep = Sweep(self.subscriptions, self._count_round)  # the fan-out of what this hub reads
         # Connections' reads, shared by the handshakes that ask together (``batched``).
         self._meta_reads: Batched[None, StreamMeta] = shared(log.meta)
         self._snapshot_reads: Batched[None, EncodedSnapshot] = shared(self._read_snapshot)
@@ -97,6 +99,7 @@ class StreamHub:
 
     def subscribe(self) -> Subscription:
         subscription = Subscription(self.queue_size)
+        subscription.offered = self._sweep.latest  # the batches read from now on
         self.subscriptions.add(subscription)
         return subscription
 
@@ -193,6 +196,13 @@ class StreamHub:
         return encoded
 
     async def run(self) -> None:
+        sweep = asyncio.create_task(self._sweep.run(), name=f"sweep-{self.stream}")
+        try:
+            await self._follow_forever()
+        finally:
+            sweep.cancel()
+
+    async def _follow_forever(self) -> None:
         backoff = 0.05
         while True:
             try:
@@ -264,18 +274,14 @@ class StreamHub:
             self.head_digest = entry.digest
         self.ring.extend(batch)
         metrics.HEAD_SEQ.labels(stream=self.stream).set(self.head_seq)
-        written_through = delivered = 0
-        for subscription in list(self.subscriptions):
-            written = subscription.offer(batch)
-            if written is not None:
-                written_through += 1
-                delivered += written
-        if written_through and batch:
-            # Once per batch, not per connection: at thousands of clients the metric calls cost more than
-            # the writes. The latency is that of the batch's last write through, the slowest.
-            self._written_through.inc(written_through)
-            self._delivered.inc(delivered)
-            metrics.DELIVERY_LATENCY.observe(max(time.time() * 1000 - batch[0].entry.commit_ms, 0) / 1000)
+        self._sweep.add(batch)
+
+    def _count_round(self, written_through: int, delivered: int, oldest_commit_ms: int) -> None:
+        """Once per fan-out round, not per connection: at thousands of clients the metric calls cost more
+        than the writes. The latency is that of the round's oldest entry at its last write through."""
+        self._written_through.inc(written_through)
+        self._delivered.inc(delivered)
+        metrics.DELIVERY_LATENCY.observe(max(time.time() * 1000 - oldest_commit_ms, 0) / 1000)
 
     async def _check_head(self, meta: StreamMeta, held: Entry | None = None) -> bool:
         """Whether the log still holds the last entry this pod read (``continuity.head_verdict``); if it went back
@@ -332,6 +338,7 @@ class StreamHub:
     def _adopt(self, meta: StreamMeta) -> None:
         self._snapshot_at_head = None
         self._replays.clear()
+        self._sweep.clear()
         self._behind_since = None
         self.epoch = meta.epoch
         self.head_seq = meta.last_seq

@@ -58,7 +58,7 @@ class Subscription:
     written, or None); otherwise the batch waits here for the connection's task as usual."""
 
     __slots__ = ("_batches", "_lane_acks", "_lane_epoch", "_lane_frame_bytes", "_lane_gate", "_lane_merger",
-                 "_lane_policy", "_lane_transport", "_waiter", "ended", "limit", "write_through")
+                 "_lane_policy", "_lane_transport", "_waiter", "ended", "limit", "offered", "write_through")
     # The lane (``arm_lane``): all set together, or the gate None.
     _lane_gate: Gate | None
     _lane_transport: DirectWrites | None
@@ -70,6 +70,7 @@ class Subscription:
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
+        self.offered = 0  # the hub's fan-out: the index of the last batch offered here (``sweep.Sweep``)
         self.ended: EndReason | None = None
         self.write_through: Callable[[LiveBatch], int | None] | None = None
         self._batches: list[LiveBatch] = []
