@@ -110,11 +110,16 @@ class Sweep:
         oldest_commit_ms = oldest[0].entry.commit_ms
         subscriptions = self._subscriptions
         written = delivered = 0
+        latest = start
+        # Most subscriptions were offered through the same index: their batch is looked up once.
+        batch_after, batch = -1, None
         deadline = time.monotonic() + self.slice_s
         for count, subscription in enumerate(list(subscriptions), 1):
-            if subscription.offered < self._latest and subscription in subscriptions:
-                batch = self.since(subscription.offered)
-                subscription.offered = self._latest
+            offered = subscription.offered
+            if offered < latest and subscription in subscriptions:
+                if offered != batch_after:
+                    batch_after, batch = offered, self.since(offered)
+                subscription.offered = latest
                 if batch is not None:
                     got = subscription.offer(batch)
                     if got is not None:
@@ -123,6 +128,7 @@ class Sweep:
             if count % CLOCK_EVERY == 0 and time.monotonic() >= deadline:
                 await asyncio.sleep(0)
                 deadline = time.monotonic() + self.slice_s
+                latest, batch_after = self._latest, -1  # batches were added, or cleared, meanwhile
         # Every subscription now has been offered through ``start`` (those that came since, from later on).
         for index in [index for index in self._batches if index <= start]:
             del self._batches[index]
