@@ -173,3 +173,18 @@ def test_an_aim_judged_in_a_repeat_without_a_peer_is_not_judged() -> None:
     aim = _sbs_aims.ratio_aim("x", rows, peers, lambda p: p.per_cpu, lambda r: r >= 1.0)
     assert aim.oks == [True], "repeat 2 had no peer row"
     assert per_repeat(rows, lambda p: p.repeat == 1) == [True, False]
+
+
+def test_ten_thousand_connections_are_judged_at_every_rate_and_at_one_message_per_frame_alone() -> None:
+    phases = [p for r in (1, 2, 3) for p in (phase("sparkwire", 10_000, 10, r, 5.0, 150.0 + 20 * r),
+                                             phase("sparkwire", 10_000, 500, r, 9.0, 5000.0))]
+    aims = lines_of(phases, [], [])
+    every_rate = next(line for key, line in aims.items() if "(every rate" in key)
+    assert "**not met** in 3 of 3 repeats (met in 0); 10/s: p99 190.0 ms (170.0-210.0 ms) (met in 2 of 3)" in every_rate
+    one_per_frame = next(line for key, line in aims.items() if "at one message per frame (10/s) with p99" in key)
+    assert ": **not met** in 1 of 3 repeats (met in 2); 10/s: p99 190.0 ms (170.0-210.0 ms) (met in 2 of 3)." in (
+        one_per_frame)
+    phases = [phase("sparkwire", 10_000, 10, r, 5.0, 150.0 + 10 * r) for r in (1, 2, 3)]
+    one_per_frame = next(line for key, line in lines_of(phases, [], []).items()
+                         if "one message per frame (10/s)" in key)
+    assert one_per_frame.endswith("**met** in 3 of 3 repeats; 10/s: p99 170.0 ms (160.0-180.0 ms).")
