@@ -170,9 +170,11 @@ class LiveBatch(list[LiveEntry]):
     whole batch (the usual case once caught up) share its packed frames, and their serialized bytes: built
     once per pod and epoch, not once per client."""
 
-    def __init__(self, entries: Sequence[LiveEntry] = (), epoch: str = "") -> None:
+    def __init__(self, entries: Sequence[LiveEntry] = (), epoch: str = "", parts: Sequence[LiveBatch] = ()) -> None:
+        """``parts``: the batches this one joins, in order (``sweep.Sweep``), whose views' items it reuses."""
         super().__init__(entries)
         self.epoch = epoch
+        self._parts = tuple(parts)
         self._frames: dict[tuple[str, int], list[str]] = {}
         self._wire: dict[tuple[str, int], bytes] = {}
         self._view_items: dict[int, tuple[CompiledView, tuple[ViewItem, ...]]] = {}
@@ -197,7 +199,11 @@ class LiveBatch(list[LiveEntry]):
         the first of the view's connections to ask, shared by the rest (issue 43's shared evaluation)."""
         found = self._view_items.get(id(view))
         if found is None or found[0] is not view:  # the view is kept with its items: an id is never reused
-            found = self._view_items[id(view)] = (view, view_items(view, [live.entry for live in self], data_of))
+            # A joined batch takes its parts' items: each entry is matched once per view, however many joined
+            # batches it is in (a view's connections offered from different places each get their own join).
+            items = (tuple(item for part in self._parts for item in part.view_items(view, data_of)) if self._parts
+                     else view_items(view, [live.entry for live in self], data_of))
+            found = self._view_items[id(view)] = (view, items)
         return found[1]
 
     def view_wire(self, view: CompiledView, epoch: str, frame: ViewFrame, max_frame_bytes: int) -> bytes:

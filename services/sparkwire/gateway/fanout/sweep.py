@@ -83,9 +83,9 @@ class Sweep:
             return self._batches[latest]
         joined = self._joined.get((first, latest))
         if joined is None:
-            last = self._batches[latest]
+            parts = [self._batches[index] for index in range(first, latest + 1)]
             joined = self._joined[(first, latest)] = LiveBatch(
-                [live for index in range(first, latest + 1) for live in self._batches[index]], epoch=last.epoch)
+                [live for part in parts for live in part], epoch=parts[-1].epoch, parts=parts)
         return joined
 
     async def run(self) -> None:

@@ -12,7 +12,10 @@ import pytest
 
 from sparkwire.gateway.fanout.subscription import LiveBatch, LiveEntry, Subscription
 from sparkwire.gateway.fanout.sweep import CLOCK_EVERY, Sweep
+from sparkwire.protocol.filter_form import parse_filter
+from sparkwire.protocol.scope import View
 from sparkwire.protocol.server_frames import encode_entry
+from sparkwire.protocol.view_feed import compile_view, view_items
 from sparkwire.replaylog.model import Entry
 
 Rounds = list[tuple[int, int, int]]
@@ -129,5 +132,32 @@ def test_a_round_reports_its_writes_through_once_with_its_oldest_entry() -> None
         sweep.add(batch(7))
         await sweep.round()  # nothing written through (both wait in their mailboxes): nothing reported
         assert rounds == [(1, 2, 5)]
+
+    asyncio.run(main())
+
+
+def test_joined_batches_match_each_entry_once_per_view_and_give_what_matching_them_whole_would() -> None:
+    """Connections of one view offered from different places get different joined batches; each entry is
+    matched against the view once for all of them (a saturated pod with 1,000 views matched the same entries
+    again for every join), and a join's items are the ones its entries give matched whole."""
+    async def main() -> None:
+        subscriptions, sweep = make(3, [])
+        behind, middle, ahead = list(subscriptions)
+        middle.offered, ahead.offered = 1, 2  # as if earlier rounds had reached them further
+        for first in (1, 4, 7):
+            sweep.add(batch(first, 3))
+        joins = [sweep.since(s.offered) for s in (behind, middle, ahead)]
+        view = compile_view(View(None, parse_filter({"odd": True})), removals=False)
+        matched: list[int] = []
+
+        def data_of(entry: Entry) -> object:
+            matched.append(entry.seq)
+            return {"odd": entry.seq % 2 == 1}
+
+        items = [join.view_items(view, data_of) for join in joins if join is not None]
+        assert [[item.entry.seq for item in found] for found in items] == [[1, 3, 5, 7, 9], [5, 7, 9], [7, 9]]
+        assert sorted(matched) == list(range(1, 10))  # each entry once, not once per join
+        whole = [view_items(view, [live.entry for live in join], data_of) for join in joins if join is not None]
+        assert items == whole
 
     asyncio.run(main())
