@@ -23,7 +23,7 @@ from sparkwire.gateway.app import create_app
 from sparkwire.gateway.pod import Gateway
 from sparkwire.gateway.settings import add_arguments, auth_problem, connection_settings, resolve_auth, split_list
 from sparkwire.gateway.store.session_store import SessionStore
-from sparkwire.gateway.transport.uvicorn_http import SparkwireHttpProtocol
+from sparkwire.gateway.transport.front_door import FrontDoor
 from sparkwire.gateway.transport.uvicorn_websocket import CONNECTION_LOG, SparkwireWebSocketProtocol
 from sparkwire.protocol.limits import MAX_CLIENT_MESSAGE_BYTES
 from sparkwire.replaylog.keys import StreamKeys
@@ -93,10 +93,10 @@ def run(args: argparse.Namespace) -> int:
         create_app(gateway), host=args.host, port=args.port, log_level=args.log_level.lower(),
         # transport.uvicorn_websocket: lighter per connection, live batches written through.
         ws=SparkwireWebSocketProtocol,
-        # transport.uvicorn_http: a deadline for request headers (slowloris), the connection cap applied to upgrades
-        # too, and freed at the upgrade, not left to the cyclic collector.
-        http=SparkwireHttpProtocol.configured(header_timeout_s=args.header_timeout_ms / 1000,
-                                              max_connections=args.max_connections or None),
+        # transport.front_door: a plain upgrade opened from one read of its head, anything else handed to
+        # transport.uvicorn_http; both with a deadline for request headers (slowloris) and the connection cap.
+        http=FrontDoor.configured(header_timeout_s=args.header_timeout_ms / 1000,
+                                  max_connections=args.max_connections or None),
         ws_max_size=max(args.max_frame_bytes, MAX_CLIENT_MESSAGE_BYTES),
         ws_per_message_deflate=args.per_message_deflate,
         # No WebSocket-level pings: the gateway's own pings (which browsers can answer) detect dead clients.

@@ -58,9 +58,11 @@ class SparkwireHttpProtocol(HttpToolsProtocol):
         """Whether this pod holds ``max_connections`` connections, this one included (as uvicorn counts)."""
         return self.max_connections is not None and len(self.connections) >= self.max_connections
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+    def connection_made(self, transport: asyncio.Transport,  # type: ignore[override]
+                        header_timeout_s: float | None = None) -> None:
+        """``header_timeout_s``: what is left of the deadline when ``front_door`` hands a connection over."""
         super().connection_made(transport)
-        self._arm_header_deadline()
+        self._arm_header_deadline(header_timeout_s)
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
@@ -82,8 +84,9 @@ class SparkwireHttpProtocol(HttpToolsProtocol):
         self._disarm_header_deadline()
         super().connection_lost(exc)
 
-    def _arm_header_deadline(self) -> None:
-        self._header_deadline = self.loop.call_later(self.header_timeout_s, self._headers_too_late)
+    def _arm_header_deadline(self, timeout_s: float | None = None) -> None:
+        self._header_deadline = self.loop.call_later(self.header_timeout_s if timeout_s is None else timeout_s,
+                                                     self._headers_too_late)
 
     def _disarm_header_deadline(self) -> None:
         if self._header_deadline is not None:
@@ -97,7 +100,7 @@ class SparkwireHttpProtocol(HttpToolsProtocol):
 
     def handle_websocket_upgrade(self) -> None:
         if self._over_limit():
-            self._refuse_over_limit()
+            refuse_over_limit(self.transport)
             return
         upgrade = plain_upgrade(self.scope["method"], self.url, self.headers,
                                 compression=self.config.ws_per_message_deflate, root_path=self.root_path)
@@ -119,10 +122,13 @@ class SparkwireHttpProtocol(HttpToolsProtocol):
         self.scope = None  # type: ignore[assignment]
         self.headers = None  # type: ignore[assignment]
 
-    def _refuse_over_limit(self) -> None:
-        metrics.CONNECTIONS_REFUSED.labels(reason="max_connections").inc()
-        body = b"pod at its connection limit: retry another pod"
-        self.transport.write(b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n"
-                             b"content-length: " + str(len(body)).encode() + b"\r\nconnection: close\r\n"
-                             b"retry-after: 1\r\n\r\n" + body)
-        self.transport.close()
+
+
+def refuse_over_limit(transport: asyncio.Transport) -> None:
+    """A WebSocket upgrade past the pod's connection cap: 503, counted, and the connection closed."""
+    metrics.CONNECTIONS_REFUSED.labels(reason="max_connections").inc()
+    body = b"pod at its connection limit: retry another pod"
+    transport.write(b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n"
+                    b"content-length: " + str(len(body)).encode() + b"\r\nconnection: close\r\n"
+                    b"retry-after: 1\r\n\r\n" + body)
+    transport.close()

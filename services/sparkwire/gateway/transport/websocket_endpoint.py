@@ -58,11 +58,11 @@ def _unquoted(text: str) -> str:
 
 
 def handshake_origin(websocket: WebSocket) -> str | None:
-    """The request's Origin. The headers are read only here: an idle connection does not keep them (about
-    1 KB per connection, 5 % of its memory)."""
-    server_list = websocket.scope.get("headers")
-    origin = Headers(scope=websocket.scope).get("origin")  # which puts a copy of the list in the scope
-    for raw in (server_list, websocket.scope.get("headers")):
-        if isinstance(raw, list):
-            raw.clear()
+    """The request's Origin (its first value, as Starlette's ``Headers.get``). The headers are read only
+    here: an idle connection does not keep them (about 1 KB per connection, 5 % of its memory)."""
+    raw = websocket.scope.get("headers")
+    if not isinstance(raw, list):
+        return Headers(scope=websocket.scope).get("origin")
+    origin = next((value.decode("latin-1") for name, value in raw if name == b"origin"), None)
+    raw.clear()
     return origin
