@@ -29,13 +29,13 @@ from uvicorn.config import Config
 from uvicorn.protocols.utils import ClientDisconnected, get_client_addr, get_path_with_query_string
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from uvicorn.server import ServerState
-from websockets.extensions.permessage_deflate import ServerPerMessageDeflateFactory
 from websockets.protocol import Protocol, State
 from websockets.server import ServerProtocol
 from websockets.streams import StreamReader
 
 from sparkwire.gateway.transport.bad_input import BAD_INPUT_LOG
 from sparkwire.gateway.transport.contract import Listener
+from sparkwire.gateway.transport.lean_server_protocol import LeanServerProtocol, deflate_factories
 from sparkwire.gateway.transport.queues import Inbox
 from sparkwire.gateway.transport.short_frames import read_short_text_frame
 from sparkwire.gateway.transport.upgrade import PlainUpgrade
@@ -98,11 +98,11 @@ class SparkwireWebSocketProtocol(WebSocketsSansIOProtocol):
         self.close_timer = None
         self.close_timeout = 10.0
         self.initial_response = None
-        extensions = [ServerPerMessageDeflateFactory(server_max_window_bits=12, client_max_window_bits=12,
-                                                     compress_settings={"memLevel": 5})
-                      ] if config.ws_per_message_deflate else []
-        self.conn = ServerProtocol(extensions=extensions, max_size=config.ws_max_size, logger=CONNECTION_LOG,
-                                   state=State.OPEN if opened else State.CONNECTING)
+        # Opened (``open_upgrade``): websockets' side copied from a template (``lean_server_protocol``).
+        self.conn = LeanServerProtocol.open(deflate=config.ws_per_message_deflate, max_size=config.ws_max_size,
+                                            logger=CONNECTION_LOG) if opened else ServerProtocol(
+            extensions=deflate_factories() if config.ws_per_message_deflate else [], max_size=config.ws_max_size,
+            logger=CONNECTION_LOG)
         self.read_paused = False
         self.ping_interval = config.ws_ping_interval
         self.ping_timeout = config.ws_ping_timeout
