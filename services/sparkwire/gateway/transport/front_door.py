@@ -26,9 +26,8 @@ from typing import Any
 from uvicorn.config import Config
 from uvicorn.server import ServerState
 
-from sparkwire.gateway.transport.bad_input import BAD_INPUT_LOG
 from sparkwire.gateway.transport.upgrade import plain_upgrade
-from sparkwire.gateway.transport.uvicorn_http import SparkwireHttpProtocol, refuse_over_limit
+from sparkwire.gateway.transport.uvicorn_http import SparkwireHttpProtocol, close_headers_too_late, refuse_over_limit
 from sparkwire.gateway.transport.uvicorn_websocket import SparkwireWebSocketProtocol
 
 # A browser's upgrade is 400-700 bytes (cookies can make it longer); a head not complete by this many bytes
@@ -160,15 +159,14 @@ class FrontDoor(asyncio.Protocol):
         protocol.data_received(data)
 
     def _disarm(self) -> None:
-        if self.deadline is not None:
-            self.deadline.cancel()
-            self.deadline = None
+        deadline, self.deadline = self.deadline, None
+        if deadline is not None:
+            deadline.cancel()
 
     def _headers_too_late(self) -> None:
         self.deadline = None
-        BAD_INPUT_LOG.report("header_timeout", f"no complete request headers in {self.header_timeout_s:g} s, closed")
         if self.transport is not None:
-            self.transport.close()
+            close_headers_too_late(self.transport, self.header_timeout_s)
 
     def pause_writing(self) -> None:  # nothing written before the hand-over
         pass

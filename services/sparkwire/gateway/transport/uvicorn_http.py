@@ -95,8 +95,7 @@ class SparkwireHttpProtocol(HttpToolsProtocol):
 
     def _headers_too_late(self) -> None:
         self._header_deadline = None
-        BAD_INPUT_LOG.report("header_timeout", f"no complete request headers in {self.header_timeout_s:g} s, closed")
-        self.transport.close()
+        close_headers_too_late(self.transport, self.header_timeout_s)
 
     def handle_websocket_upgrade(self) -> None:
         if self._over_limit():
@@ -122,6 +121,13 @@ class SparkwireHttpProtocol(HttpToolsProtocol):
         self.scope = None  # type: ignore[assignment]
         self.headers = None  # type: ignore[assignment]
 
+
+
+def close_headers_too_late(transport: asyncio.Transport, header_timeout_s: float) -> None:
+    """A connection whose request headers did not complete in ``header_timeout_s``: counted as bad input
+    ``header_timeout``, logged, and closed."""
+    BAD_INPUT_LOG.report("header_timeout", f"no complete request headers in {header_timeout_s:g} s, closed")
+    transport.close()
 
 
 def refuse_over_limit(transport: asyncio.Transport) -> None:
