@@ -7,7 +7,7 @@ control object, an httptools parser whose Python callbacks run once per header, 
 address read through a socket object made for it (three system calls on top of the ones uvloop already made),
 and the upgrade checked four times. For a WebSocket client all of that lives for the time of one request.
 With thousands of clients connecting at once it was about a tenth of a handshake's CPU
-(``bench/handshake_cpu.py``; docs/benchmarks.md, "What the connect ratio is made of").
+(``bench/handshake_cpu.py``; docs/design-notes.md, "A handshake parsed once").
 
 The front door takes a strict subset: ``GET <origin-form target> HTTP/1.1``, header lines of a token, a colon
 and a value of visible characters, no body, nothing sent after the head. Whatever is not that (another
