@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from sparkwire.protocol.filter_form import KEY_FIELD, FieldTest, Filter, within
+from sparkwire.protocol.filter_form import KEY_FIELD, FieldTest, Filter, Value, within
 
 Matcher = Callable[[str, object], bool]
 """(entry key, parsed result data) -> whether the entry matches."""
@@ -77,6 +77,20 @@ def compile_filter(f: Filter) -> Matcher:
         return True
 
     return matches
+
+
+def required_equality(f: Filter | None) -> tuple[str, frozenset[Value]] | None:
+    """A condition every entry ``f`` matches meets: (field, values) when ``f`` asks a field (or ``"$key"``) to
+    be one of a set of values, the smallest such set; None when it asks none (only ranges, nulls, nothing).
+    An entry whose value there, tagged (``filter_form.tag``), is not in the set cannot match ``f``: what lets a
+    pod find the filters an entry may match by looking its value up (``view_index``)."""
+    if f is None:
+        return None
+    equalities = [(len(test.one_of), name, test.one_of) for name, test in f.fields if test.one_of is not None]
+    if not equalities:
+        return None
+    _, name, values = min(equalities, key=lambda found: (found[0], found[1]))
+    return name, values
 
 
 def match_everything(key: str, data: object) -> bool:

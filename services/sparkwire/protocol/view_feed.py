@@ -15,7 +15,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from sparkwire.protocol.filter_match import Matcher, compile_filter, match_everything
+from sparkwire.protocol.filter_form import Value
+from sparkwire.protocol.filter_match import Matcher, compile_filter, match_everything, required_equality
 from sparkwire.protocol.items import Entry, StateItem
 from sparkwire.protocol.limits import MAX_SERVER_FRAME_BYTES, VIEW_POSITION_INTERVAL_MS
 from sparkwire.protocol.scope import View
@@ -28,11 +29,14 @@ Verdict = Literal["deliver", "remove", "skip"]
 @dataclass(frozen=True)
 class CompiledView:
     """A view's matchers, built once per distinct view and shared by its clients. ``removals``: the
-    stream is in update mode (revisions of a key replace each other), so a key can move out."""
+    stream is in update mode (revisions of a key replace each other), so a key can move out. ``equality``:
+    a condition every entry the view delivers meets (``filter_match.required_equality`` of its own filter,
+    else of its scope), by which a pod looks the view up for an entry (``view_index``); None: none known."""
 
     in_scope: Matcher
     own: Matcher
     removals: bool
+    equality: tuple[str, frozenset[Value]] | None = None
 
     def matches(self, key: str, data: object) -> bool:
         return self.in_scope(key, data) and self.own(key, data)
@@ -43,7 +47,14 @@ def compile_view(view: View, *, removals: bool) -> CompiledView:
         in_scope=match_everything if view.scope is None else compile_filter(view.scope),
         own=match_everything if view.own is None else compile_filter(view.own),
         removals=removals,
+        equality=view_equality(view),
     )
+
+
+def view_equality(view: View) -> tuple[str, frozenset[Value]] | None:
+    """The equality a view's entries meet: its own filter's, else its scope's (both hold for a delivered
+    entry; the client's own filter is usually the narrower)."""
+    return required_equality(view.own) or required_equality(view.scope)
 
 
 def move_step(view: CompiledView, previous: bool | None, key: str, data: object) -> tuple[Verdict, bool | None]:

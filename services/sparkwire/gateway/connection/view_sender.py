@@ -78,7 +78,7 @@ class ViewSender(Sender):
                 or run[0] != self.merger.delivered + 1 or run[0] != feed.seen + 1
                 or self._acks_sent is not self.acks.policy):
             return None
-        items = batch.view_items(feed.view, views.data_of)
+        items = batch.view_items(feed.view, views.data_of, views.append_views)
         now = monotonic_ms()
         frame = feed.next_frame(items, batch[-1].entry, now)
         if frame is not None and not self.transport.write(
@@ -110,7 +110,8 @@ class ViewSender(Sender):
             # The usual case once caught up: the whole batch is due, and its items for this view were
             # evaluated once for every connection of the view (append mode: they depend on nothing else).
             self.merger.take_run(*run)
-            items = batch.view_items(feed.view, self.hub.views.data_of)
+            views = self.hub.views
+            items = batch.view_items(feed.view, views.data_of, views.append_views)
             encodings = {item.entry.seq: batch[item.entry.seq - run[0]].encoded for item in items}
             await self._send_view(feed.advance(items, batch[-1].entry, monotonic_ms()), encodings)
             return True

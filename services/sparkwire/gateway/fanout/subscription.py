@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Literal
@@ -19,6 +19,7 @@ from typing import Literal
 from sparkwire.gateway.transport.contract import DirectWrites, Gate, Lane, serialize_text_frames
 from sparkwire.protocol.server_frames import EncodedEntry, pack_entries
 from sparkwire.protocol.view_feed import CompiledView, ViewFrame, ViewItem, encode_view_frame, view_items
+from sparkwire.protocol.view_index import items_by_view
 from sparkwire.replaylog.model import Entry
 
 log = logging.getLogger(__name__)
@@ -178,6 +179,7 @@ class LiveBatch(list[LiveEntry]):
         self._frames: dict[tuple[str, int], list[str]] = {}
         self._wire: dict[tuple[str, int], bytes] = {}
         self._view_items: dict[int, tuple[CompiledView, tuple[ViewItem, ...]]] = {}
+        self._indexed = False  # the pod's views were evaluated together (``view_items`` with ``views``)
         self._view_wire: dict[tuple[int, str, int, int], tuple[CompiledView, bytes]] = {}
 
     @cached_property  # asked by every connection; the hub never changes a batch once it offers it
@@ -194,16 +196,25 @@ class LiveBatch(list[LiveEntry]):
             data = self._wire[(epoch, max_frame_bytes)] = serialize_text_frames(self.frames(epoch, max_frame_bytes))
         return data
 
-    def view_items(self, view: CompiledView, data_of: Callable[[Entry], object]) -> tuple[ViewItem, ...]:
+    def view_items(self, view: CompiledView, data_of: Callable[[Entry], object],
+                   views: Callable[[], Iterable[CompiledView]] | None = None) -> tuple[ViewItem, ...]:
         """What of this batch an append stream's ``view`` delivers (``view_feed.view_items``): evaluated by
-        the first of the view's connections to ask, shared by the rest (issue 43's shared evaluation)."""
+        the first of the view's connections to ask, shared by the rest (issue 43's shared evaluation). With
+        ``views`` (the pod's append-mode views now), the first ask of any view evaluates the batch for all
+        of them in one pass (``view_index.items_by_view``); a view compiled after that is evaluated alone."""
         found = self._view_items.get(id(view))
         if found is None or found[0] is not view:  # the view is kept with its items: an id is never reused
             # A joined batch takes its parts' items: each entry is matched once per view, however many joined
             # batches it is in (a view's connections offered from different places each get their own join).
-            items = (tuple(item for part in self._parts for item in part.view_items(view, data_of)) if self._parts
-                     else view_items(view, [live.entry for live in self], data_of))
-            found = self._view_items[id(view)] = (view, items)
+            if self._parts:
+                found = (view, tuple(item for part in self._parts for item in part.view_items(view, data_of, views)))
+            elif views is not None and not self._indexed:
+                self._indexed = True
+                self._view_items.update(items_by_view(views(), [live.entry for live in self], data_of))
+                found = self._view_items.get(id(view))
+            if found is None or found[0] is not view:
+                found = (view, view_items(view, [live.entry for live in self], data_of))
+            self._view_items[id(view)] = found
         return found[1]
 
     def view_wire(self, view: CompiledView, epoch: str, frame: ViewFrame, max_frame_bytes: int) -> bytes:

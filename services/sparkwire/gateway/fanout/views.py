@@ -8,12 +8,13 @@ Only filtered connections come here: an unfiltered one takes the hub's path as b
 from __future__ import annotations
 
 import json
+import weakref
 from dataclasses import replace
 
 from sparkwire.protocol.filter_match import Matcher, compile_filter, match_everything
 from sparkwire.protocol.scope import View
 from sparkwire.protocol.server_frames import encode_snapshot
-from sparkwire.protocol.view_feed import CompiledView, filter_items
+from sparkwire.protocol.view_feed import CompiledView, filter_items, view_equality
 from sparkwire.replaylog.model import Entry, Snapshot
 
 # Entries whose parsed data is kept (the ring's order of magnitude): a connection replaying from further back
@@ -47,6 +48,7 @@ def _compiled(view: View, removals: bool) -> CompiledView:
         in_scope=match_everything if view.scope is None else shared_matcher(compile_filter(view.scope)),
         own=match_everything if view.own is None else shared_matcher(compile_filter(view.own)),
         removals=removals,
+        equality=view_equality(view),
     )
 
 
@@ -56,7 +58,9 @@ class StreamViews:
 
     def __init__(self, parsed_entries: int = PARSED_ENTRIES) -> None:
         self.removals: bool | None = None
-        self._compiled: dict[tuple[str, bool], CompiledView] = {}
+        # Held by the connections (their feeds) and requests that use them, and gone with the last: the views
+        # here are the ones in use, which each batch is evaluated for (``append_views``).
+        self._compiled: weakref.WeakValueDictionary[tuple[str, bool], CompiledView] = weakref.WeakValueDictionary()
         self._parsed: dict[tuple[int, str], object] = {}
         self._parsed_entries = parsed_entries
         self._mode_asked_s = float("-inf")
@@ -77,6 +81,11 @@ class StreamViews:
         if found is None:
             found = self._compiled[(view.id, removals)] = _compiled(view, removals)
         return found
+
+    def append_views(self) -> list[CompiledView]:
+        """The append-mode views in use on the pod: what a live batch is evaluated for in one pass
+        (``LiveBatch.view_items``)."""
+        return [view for view in self._compiled.values() if not view.removals]
 
     def data_of(self, entry: Entry) -> object:
         """The entry's data, parsed once per pod (the ``ViewFeed``'s ``data_of``)."""

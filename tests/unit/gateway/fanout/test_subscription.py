@@ -13,7 +13,7 @@ from sparkwire.gateway.recovery.junction import ReplayMerger
 from sparkwire.protocol.filter_form import parse_filter
 from sparkwire.protocol.scope import View
 from sparkwire.protocol.server_frames import encode_entry
-from sparkwire.protocol.view_feed import ViewFeed, compile_view
+from sparkwire.protocol.view_feed import CompiledView, ViewFeed, compile_view
 from sparkwire.replaylog.model import Entry
 
 from ..connection_fakes import fake_lane, frame_texts
@@ -139,6 +139,32 @@ def test_a_batchs_items_for_an_append_view_are_evaluated_once_and_are_what_a_fee
     assert (walking.seen, walking.sent, walking.previous) == (sharing.seen, sharing.sent, {})
     with pytest.raises(ValueError, match="update-mode"):
         batch.view_items(compile_view(View(None, None), removals=True), data_of)
+
+
+def test_the_first_view_to_ask_evaluates_the_batch_for_every_view_in_use_in_one_pass() -> None:
+    """With the pod's views in use, the first ask walks the batch once for all of them; a view compiled
+    after that walk (a connection that just joined) is evaluated on its own, and gets its own items."""
+    entries = [Entry(seq=s, processing_id=f"p{s}", key=f"k{s}", data=json.dumps({"tenant": f"t{s % 3}"}),
+                     commit_ms=0, batch_id=0) for s in range(1, 31)]
+    batch = LiveBatch([LiveEntry(e, encode_entry(e)) for e in entries])
+    in_use = [compile_view(View(None, parse_filter({"tenant": f"t{t}"})), removals=False) for t in range(3)]
+    parsed: list[int] = []
+    asked: list[int] = []
+
+    def data_of(entry: Entry) -> object:
+        parsed.append(entry.seq)
+        return json.loads(entry.data)
+
+    def views() -> list[CompiledView]:
+        asked.append(1)
+        return list(in_use)
+
+    assert [item.entry.seq for item in batch.view_items(in_use[1], data_of, views)] == list(range(1, 31, 3))
+    assert [item.entry.seq for item in batch.view_items(in_use[2], data_of, views)] == list(range(2, 31, 3))
+    assert len(parsed) == 30 and len(asked) == 1  # one walk, one look at the views in use
+    late = compile_view(View(None, parse_filter({"tenant": "t0"})), removals=False)
+    assert [item.entry.seq for item in batch.view_items(late, data_of, views)] == list(range(3, 31, 3))
+    assert len(asked) == 1 and len(parsed) == 60  # walked alone
 
 
 class Budget:

@@ -3,6 +3,7 @@ of an entry shared by the feeds of one view; snapshots filtered; the mode read f
 
 from __future__ import annotations
 
+import gc
 import json
 
 from sparkwire.gateway.fanout.views import StreamViews, shared_matcher
@@ -65,9 +66,26 @@ def test_a_snapshot_as_a_view_sees_it() -> None:
 def test_the_mode_is_asked_for_while_unknown_and_needed_at_most_once_a_second() -> None:
     views = StreamViews()
     assert not views.mode_wanted(0.0)  # no filtered connection: nobody needs it
-    views.compiled(View(None, parse_filter({"tenant": "acme"})))
+    held = views.compiled(View(None, parse_filter({"tenant": "acme"})))  # a connection's feed holds its view
     assert views.mode_wanted(10.0) and not views.mode_wanted(10.5) and views.mode_wanted(11.0)
     views.learn_mode(None)  # the writer stored none yet: still unknown
     assert views.removals is None and views.mode_wanted(12.0)
     views.learn_mode(json.dumps({"mode": "update"}))
     assert views.removals is True and not views.mode_wanted(20.0)
+    del held
+
+
+def test_the_views_in_use_are_those_a_connection_or_request_still_holds() -> None:
+    """What each live batch is evaluated for: a view whose last connection ended is no longer evaluated, and
+    an update-mode view is never among them (its items depend on each feed's memory)."""
+    views = StreamViews()
+    tenant_a = views.compiled(View(None, parse_filter({"tenant": "a"})))
+    tenant_b = views.compiled(View(None, parse_filter({"tenant": "b"})))
+    assert views.compiled(View(None, parse_filter({"tenant": "a"}))) is tenant_a  # compiled once while in use
+    assert {id(view) for view in views.append_views()} == {id(tenant_a), id(tenant_b)}
+    del tenant_b
+    gc.collect()
+    assert [id(view) for view in views.append_views()] == [id(tenant_a)]
+    views.learn_mode(json.dumps({"mode": "update"}))
+    update = views.compiled(View(None, parse_filter({"tenant": "a"})))
+    assert update.removals and [id(view) for view in views.append_views()] == [id(tenant_a)]
