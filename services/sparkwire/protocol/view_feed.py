@@ -155,9 +155,21 @@ class ViewFeed:
     def next_frame(self, items: tuple[ViewItem, ...], last: Entry, now_ms: int) -> ViewFrame | None:
         """The frame ``advance(items, last, now_ms)`` returns, without taking it (a pod writes it first):
         one with the items, or a position frame when one is due by time, else None."""
-        if items or now_ms - self._last_frame_ms >= self._interval_ms:
+        if self.frame_due(items, now_ms):
             return ViewFrame(after=self.sent, through=last.seq, digest=last.digest, items=items)
         return None
+
+    def frame_due(self, items: tuple[ViewItem, ...], now_ms: int) -> bool:
+        """Whether ``advance`` with ``items`` at ``now_ms`` makes a frame (``next_frame`` is not None)."""
+        return bool(items) or now_ms - self._last_frame_ms >= self._interval_ms
+
+    def passed(self, last: Entry, now_ms: int, *, framed: bool) -> None:
+        """What ``advance`` does to the feed, for a pod that wrote the frame itself (or none, ``framed``
+        False, when ``frame_due`` said so): the frame's bytes are shared by the view's connections at the
+        same position, so no connection builds its own ``ViewFrame`` for them."""
+        self.seen, self._seen_digest = last.seq, last.digest
+        if framed:
+            self.sent, self._last_frame_ms = last.seq, now_ms
 
     def due(self, now_ms: int) -> list[ViewFrame]:
         if self.seen > self.sent and now_ms - self._last_frame_ms >= self._interval_ms:

@@ -15,6 +15,7 @@ from sparkwire.protocol.view_feed import (
     encode_view_frame,
     filter_items,
     move_step,
+    view_items,
 )
 from sparkwire.protocol.view_frames import Removal, ViewEntriesFrame
 
@@ -69,6 +70,23 @@ def test_a_feed_chains_frames_and_tells_its_position_once_a_second_when_nothing_
     assert (flushed.after, flushed.through) == (14, 15)
     [removal] = feed.offer([entry(16, tenant="acme", n=1)], now_ms=1200)  # k was delivered at 11
     assert removal.items[0].removed and removal.after == 15
+
+
+def test_a_pod_that_writes_the_frame_itself_moves_the_feed_as_advance_does() -> None:
+    """``frame_due`` + ``passed`` (the write-through path, which writes shared bytes) leave the feed where
+    ``advance`` (which returns the frame) leaves it, run after run, with items or without, early or late."""
+    view = compile_view(View(None, parse_filter({"tenant": "acme"})), removals=False)
+    walking, passing = ViewFeed(view, 0, now_ms=0), ViewFeed(view, 0, now_ms=0)
+    runs = [([entry(1, tenant="acme")], 10), ([entry(2, tenant="x")], 500), ([entry(3, tenant="x")], 1_200),
+            ([entry(4, tenant="x"), entry(5, tenant="acme")], 1_300), ([entry(6, tenant="x")], 2_400)]
+    for run, now in runs:
+        items = view_items(view, run)
+        frames = walking.advance(items, run[-1], now)
+        framed = passing.frame_due(items, now)
+        passing.passed(run[-1], now, framed=framed)
+        assert framed == bool(frames)
+        assert (walking.seen, walking.sent, walking.due(now + 1_000)) == (passing.seen, passing.sent,
+                                                                         passing.due(now + 1_000))
 
 
 def test_a_run_with_a_hole_is_refused() -> None:

@@ -79,15 +79,16 @@ class ViewSender(Sender):
                 or self._acks_sent is not self.acks.policy):
             return None
         items = batch.view_items(feed.view, views.data_of, views.append_views)
-        now = monotonic_ms()
-        frame = feed.next_frame(items, batch[-1].entry, now)
-        if frame is not None and not self.transport.write(
-                batch.view_wire(feed.view, self.epoch, frame, self.max_frame_bytes)):
+        now_s = time.monotonic()
+        now = int(now_s * 1000)  # monotonic_ms()'s, read once
+        framed = feed.frame_due(items, now)
+        if framed and not self.transport.write(
+                batch.view_wire(feed.view, self.epoch, feed.sent, items, self.max_frame_bytes)):
             return None
         self.merger.take_run(*run)
-        feed.advance(items, batch[-1].entry, now)
-        if frame is not None:
-            self._last_frame_s = time.monotonic()
+        feed.passed(batch[-1].entry, now, framed=framed)
+        if framed:
+            self._last_frame_s = now_s
         was_due, timers = self.timers.position_due, self.timers
         timers.position_due = self._last_frame_s + self._interval_s if feed.seen > feed.sent else None
         if was_due is None and timers.position_due is not None:

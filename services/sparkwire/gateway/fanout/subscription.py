@@ -217,14 +217,17 @@ class LiveBatch(list[LiveEntry]):
             self._view_items[id(view)] = found
         return found[1]
 
-    def view_wire(self, view: CompiledView, epoch: str, frame: ViewFrame, max_frame_bytes: int) -> bytes:
-        """``frame`` (this whole batch as ``view`` sees it, from ``frame.after``) as WebSocket frame bytes:
-        built once for the view's connections at the same position, which is all of them while they keep up."""
-        key = (id(view), epoch, frame.after, max_frame_bytes)
+    def view_wire(self, view: CompiledView, epoch: str, after: int, items: tuple[ViewItem, ...],
+                  max_frame_bytes: int) -> bytes:
+        """The frame covering this whole batch for ``view`` from ``after`` (its ``items``, or none: a
+        position frame), as WebSocket frame bytes: built once for the view's connections at the same
+        position, which is all of them while they keep up."""
+        key = (id(view), epoch, after, max_frame_bytes)
         found = self._view_wire.get(key)
         if found is None or found[0] is not view:
-            first = self[0].entry.seq
-            encoded = {item.entry.seq: self[item.entry.seq - first].encoded for item in frame.items}
+            first, last = self[0].entry.seq, self[-1].entry
+            encoded = {item.entry.seq: self[item.entry.seq - first].encoded for item in items}
+            frame = ViewFrame(after=after, through=last.seq, digest=last.digest, items=items)
             texts = encode_view_frame(epoch, frame, lambda item: encoded[item.entry.seq], max_frame_bytes)
             found = self._view_wire[key] = (view, serialize_text_frames(texts))
         return found[1]
