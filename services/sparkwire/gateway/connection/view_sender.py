@@ -38,7 +38,7 @@ class ViewSender(Sender):
     """A ``Sender`` whose frames are its view's: acks are checked against the last ``through`` sent
     (``delivered``), and live batches wait for the connection's task (no write through)."""
 
-    __slots__ = ("_interval_s", "_last_frame_s", "_view", "feed")
+    __slots__ = ("_append_views", "_data_of", "_interval_s", "_last_frame_s", "_view", "_views", "feed")
 
     def __init__(self, socket: FrameSocket, transport: Transport, hub: StreamHub, subscription: Subscription,
                  settings: ConnectionSettings, timers: Timers, grant: Grant | None, epoch: str, after: int,
@@ -46,7 +46,9 @@ class ViewSender(Sender):
                  acks_sent: AckPolicy | None = None) -> None:
         super().__init__(socket, transport, hub, subscription, settings, timers, grant, epoch, after, acks=acks,
                          acks_sent=acks_sent)
-        views = hub.views
+        views = self._views = hub.views
+        # Bound once: the hub's fan-out asks them for every batch it writes through this connection.
+        self._data_of, self._append_views = views.data_of, views.append_views
         self._view = view
         self._interval_s = interval_ms / 1000
         self._last_frame_s = time.monotonic()
@@ -73,12 +75,12 @@ class ViewSender(Sender):
         loop with bytes shared by the view's connections at the same position, or nothing is written if
         the view has none of it and no position frame is due; the connection's task is not woken. The
         entries delivered, or None: the task sends it (update mode, a mode just learnt, another position)."""
-        feed, run, views = self.feed, batch.run, self.hub.views
+        feed, run, views = self.feed, batch.run, self._views
         if (run is None or feed.view.removals or views.removals or not self.epoch or self.epoch != self.hub.epoch
                 or run[0] != self.merger.delivered + 1 or run[0] != feed.seen + 1
                 or self._acks_sent is not self.acks.policy):
             return None
-        items = batch.view_items(feed.view, views.data_of, views.append_views)
+        items = batch.view_items(feed.view, self._data_of, self._append_views)
         now_s = time.monotonic()
         now = int(now_s * 1000)  # monotonic_ms()'s, read once
         framed = feed.frame_due(items, now)
@@ -111,8 +113,7 @@ class ViewSender(Sender):
             # The usual case once caught up: the whole batch is due, and its items for this view were
             # evaluated once for every connection of the view (append mode: they depend on nothing else).
             self.merger.take_run(*run)
-            views = self.hub.views
-            items = batch.view_items(feed.view, views.data_of, views.append_views)
+            items = batch.view_items(feed.view, self._data_of, self._append_views)
             encodings = {item.entry.seq: batch[item.entry.seq - run[0]].encoded for item in items}
             await self._send_view(feed.advance(items, batch[-1].entry, monotonic_ms()), encodings)
             return True
