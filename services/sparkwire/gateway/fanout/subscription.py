@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Literal
 
-from sparkwire.gateway.transport.contract import DirectWrites, Gate, Lane, serialize_text_frames
+from sparkwire.gateway.transport.contract import DirectWrites, Gate, Lane, serialize_text_frames, write_direct
 from sparkwire.protocol.server_frames import EncodedEntry, pack_entries
 from sparkwire.protocol.view_feed import CompiledView, ViewFrame, ViewItem, encode_view_frame, view_items
 from sparkwire.protocol.view_index import items_by_view
@@ -58,8 +58,9 @@ class Subscription:
     connection has one (it sends the batch itself, ``transport.wire``, and returns the entries
     written, or None); otherwise the batch waits here for the connection's task as usual."""
 
-    __slots__ = ("_batches", "_lane_acks", "_lane_epoch", "_lane_frame_bytes", "_lane_gate", "_lane_merger",
-                 "_lane_policy", "_lane_transport", "_waiter", "ended", "limit", "offered", "write_through")
+    __slots__ = ("_batches", "_lane_acks", "_lane_epoch", "_lane_fd", "_lane_frame_bytes", "_lane_gate",
+                 "_lane_merger", "_lane_policy", "_lane_transport", "_waiter", "ended", "limit", "offered",
+                 "write_through")
     # The lane (``arm_lane``): all set together, or the gate None.
     _lane_gate: Gate | None
     _lane_transport: DirectWrites | None
@@ -68,6 +69,7 @@ class Subscription:
     _lane_acks: PolicySource | None
     _lane_policy: object
     _lane_frame_bytes: int
+    _lane_fd: int
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
@@ -87,13 +89,13 @@ class Subscription:
         read a dozen objects per connection, and this path a handful (docs/design-notes.md). Armed by the
         sender after each batch it wrote through, so a new ack policy or anything else ``write_through``
         refused sends the next batch its way again."""
-        self._lane_gate, self._lane_transport = lane.gate, lane.transport
+        self._lane_gate, self._lane_transport, self._lane_fd = lane.gate, lane.transport, lane.fd
         self._lane_merger, self._lane_epoch, self._lane_acks, self._lane_policy = merger, epoch, acks, policy
         self._lane_frame_bytes = max_frame_bytes
 
     def disarm_lane(self) -> None:
         self._lane_gate = self._lane_transport = self._lane_merger = self._lane_acks = self._lane_policy = None
-        self._lane_epoch, self._lane_frame_bytes = "", 0
+        self._lane_epoch, self._lane_frame_bytes, self._lane_fd = "", 0, -1
 
     def offer(self, batch: LiveBatch) -> int | None:
         """Hand ``batch`` over; the entries delivered if it was written through (0: a filtered connection's
@@ -109,7 +111,7 @@ class Subscription:
                     assert merger is not None and transport is not None and acks is not None  # armed together
                     if (run is not None and run[0] == merger.delivered + 1 and batch.epoch == self._lane_epoch
                             and acks.policy is self._lane_policy and not transport.is_closing()):
-                        transport.write(batch.wire(self._lane_epoch, self._lane_frame_bytes))
+                        write_direct(transport, self._lane_fd, batch.wire(self._lane_epoch, self._lane_frame_bytes))
                         merger.take_run(*run)  # counted and timed by the hub, once per batch
                         return len(batch)
                 if self.write_through is not None:

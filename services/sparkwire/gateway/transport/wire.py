@@ -52,7 +52,7 @@ class Wire:
         transport = self._protocol.transport
         if self._compressed or transport is None:
             return None
-        return Lane(self._writable, transport)
+        return Lane(self._writable, transport, socket_fd(transport))
 
     def reply(self, text: str) -> bool:
         return self.write(serialize_text_frames([text]), urgent=True)
@@ -78,6 +78,18 @@ class Wire:
         """Hand every later client message (and those not yet received) to ``listener`` as it arrives,
         instead of queueing it for ``receive()``; None goes back to queueing."""
         self._protocol.listen(listener)
+
+
+def socket_fd(transport: asyncio.BaseTransport) -> int:
+    """The plain TCP socket under ``transport``, or -1 (TLS, a pipe, a transport without one): where a
+    lane may write its bytes itself."""
+    if transport.get_extra_info("sslcontext") is not None:
+        return -1
+    sock = transport.get_extra_info("socket")
+    try:
+        return int(sock.fileno()) if sock is not None else -1
+    except (AttributeError, OSError, ValueError):
+        return -1
 
 
 def wire_of(scope: Scope) -> Wire | None:

@@ -41,6 +41,9 @@ class FakeTransport:
     def get_write_buffer_size(self) -> int:
         return self.buffered
 
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return default  # no socket: a lane writes through the transport
+
     def close(self) -> None:
         self.closing = True
 
