@@ -15,7 +15,7 @@ from typing import Protocol
 from starlette.types import Scope
 from websockets.server import ServerProtocol
 
-from sparkwire.gateway.transport.contract import Lane, Listener, serialize_text_frames
+from sparkwire.gateway.transport.contract import Lane, Listener, serialize_text_frames, write_direct
 from sparkwire.gateway.transport.queues import MAX_BUFFERED_BYTES
 
 WIRE_EXTENSION = "sparkwire.wire"
@@ -37,13 +37,14 @@ class WireProtocol(Protocol):
 class Wire:
     """A uvicorn connection's ``Transport``: writes straight to its asyncio transport."""
 
-    __slots__ = ("_compressed", "_protocol", "_writable")
+    __slots__ = ("_compressed", "_fd", "_protocol", "_writable")
 
     def __init__(self, protocol: WireProtocol) -> None:
         self._protocol = protocol
         self._writable = protocol.writable
         # Negotiated in the handshake, before this is made: a compressed connection's frames are its own.
         self._compressed = bool(protocol.conn.extensions)
+        self._fd = -2  # the socket a direct write may go to (``socket_fd``), looked up at the first write
 
     def lane(self) -> Lane | None:
         """The protocol's ``Writable`` as the gate (closed by a close sent, a disconnect or a paused buffer, see
@@ -71,7 +72,9 @@ class Wire:
             return False
         if transport.is_closing():
             return False
-        transport.write(frames)
+        if self._fd == -2:
+            self._fd = socket_fd(transport)
+        write_direct(transport, self._fd, frames)
         return True
 
     def listen(self, listener: Listener | None) -> None:

@@ -174,3 +174,27 @@ def test_a_uvloop_connections_lane_has_its_socket_and_the_bytes_arrive_in_order(
     expected = FRAMES * 600
     received = uvloop.run(scenario())
     assert received == b"".join(f"{n:06d}".encode() * 100 for n in range(FRAMES))
+
+
+def test_a_wire_writes_to_its_socket_while_its_transport_holds_nothing(
+        pair: tuple[socket.socket, socket.socket]) -> None:
+    """The connection's own writes through the hub (``Wire.write``) take the same direct path."""
+    from types import SimpleNamespace
+    from typing import cast
+
+    from sparkwire.gateway.transport.wire import Wire, Writable
+
+    ours, theirs = pair
+
+    class SocketTransport(Transport):
+        def get_extra_info(self, name: str, default: Any = None) -> Any:
+            return ours if name == "socket" else default
+
+    transport = SocketTransport()
+    protocol = SimpleNamespace(transport=transport, close_sent=False, disconnected=False, handshake_complete=True,
+                               writable=Writable(), conn=SimpleNamespace(extensions=[]))
+    wire = Wire(cast(Any, protocol))
+    assert wire.write(b"batch-1")
+    transport.buffered = 5
+    assert wire.write(b"batch-2")
+    assert drain(theirs) == b"batch-1" and transport.written == [b"batch-2"]
