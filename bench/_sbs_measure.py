@@ -167,7 +167,10 @@ def run_phase(kind: str, clients: int, rate: int, args: Any, redis: RedisServer,
     assert redis_pid is not None
     cpu0, redis0 = process_cpu_split(server.pid), process_cpu_seconds(redis_pid)
     t0 = loadgen.call("phase_start")["t"]
-    published, seconds = publisher.run(per_commit, args.duration)
+    # A phase at one message per batch is measured longer (``--one-per-frame-duration``): its CPU is small
+    # and a short reading of it moves with the host more than the servers differ.
+    duration = args.one_per_frame_duration if per_commit == 1 and not filters else args.duration
+    published, seconds = publisher.run(per_commit, duration)
     result = loadgen.call("phase_end", head=publisher.head(), timeout=args.catch_up_timeout)
     cpu1, redis1 = process_cpu_split(server.pid), process_cpu_seconds(redis_pid)
     seen = Outcome.of(result)
