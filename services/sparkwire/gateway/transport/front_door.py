@@ -137,12 +137,10 @@ class FrontDoor(asyncio.Protocol):
             return
         self.connections.discard(self)
         self.transport = None
-        protocol = protocol_class(config=self.config, server_state=self.server_state, app_state=self.app_state,
-                                  _loop=self.loop, opened=True)
-        protocol.open_upgrade(transport, upgrade, headers, _address(transport.get_extra_info("sockname")),
-                              _address(transport.get_extra_info("peername")),
-                              secure=transport.get_extra_info("sslcontext") is not None)
-        transport.set_protocol(protocol)
+        protocol_class.opened_on(transport, upgrade, headers, _address(transport.get_extra_info("sockname")),
+                                 _address(transport.get_extra_info("peername")),
+                                 secure=transport.get_extra_info("sslcontext") is not None, config=self.config,
+                                 server_state=self.server_state, app_state=self.app_state, loop=self.loop)
 
     def _hand_over(self, transport: asyncio.Transport, data: bytes) -> None:
         """uvicorn's HTTP protocol takes the connection, as if it had been there from the start, with the rest of

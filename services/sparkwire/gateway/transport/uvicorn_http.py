@@ -108,11 +108,9 @@ class SparkwireHttpProtocol(HttpToolsProtocol):
                                                                                     SparkwireWebSocketProtocol):
             # Checked once from this parse (``transport.upgrade``), not written out for websockets to parse again.
             self.connections.discard(self)
-            protocol = protocol_class(config=self.config, server_state=self.server_state, app_state=self.app_state,
-                                      opened=True)
-            protocol.open_upgrade(self.transport, upgrade, self.headers, self.server, self.client,
-                                  secure=self.scheme == "https")
-            self.transport.set_protocol(protocol)
+            protocol_class.opened_on(self.transport, upgrade, self.headers, self.server, self.client,
+                                     secure=self.scheme == "https", config=self.config,
+                                     server_state=self.server_state, app_state=self.app_state)
         else:
             super().handle_websocket_upgrade()
         self.parser = None  # type: ignore[assignment]

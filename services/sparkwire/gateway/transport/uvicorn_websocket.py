@@ -135,6 +135,19 @@ class SparkwireWebSocketProtocol(WebSocketsSansIOProtocol):
         if value:
             self.writable.shut()
 
+    @classmethod
+    def opened_on(cls, transport: asyncio.Transport, upgrade: PlainUpgrade, headers: list[tuple[bytes, bytes]],
+                  server: tuple[str, int | None] | None, client: tuple[str, int] | None, *, secure: bool,
+                  config: Config, server_state: ServerState, app_state: dict[str, Any],
+                  loop: asyncio.AbstractEventLoop | None = None) -> SparkwireWebSocketProtocol:
+        """A protocol of this class that takes ``transport`` over for a checked plain ``upgrade``
+        (``open_upgrade``): what the front door does with a connection's first request, and uvicorn's HTTP
+        protocol with an upgrade after a kept-alive request."""
+        protocol = cls(config=config, server_state=server_state, app_state=app_state, _loop=loop, opened=True)
+        protocol.open_upgrade(transport, upgrade, headers, server, client, secure=secure)
+        transport.set_protocol(protocol)
+        return protocol
+
     def open_upgrade(self, transport: asyncio.Transport, upgrade: PlainUpgrade, headers: list[tuple[bytes, bytes]],
                      server: tuple[str, int | None] | None, client: tuple[str, int] | None, secure: bool) -> None:
         """Take ``transport`` over for an upgrade ``transport.upgrade`` checked, in place of ``connection_made``
