@@ -5,7 +5,8 @@
 ``close_codes`` (which closes mean "reconnect and resume"), ``positions`` (the cursor; a gap),
 ``limits`` (sizes, timeouts, defaults); filtered subscriptions: ``filter_form`` (the filter, parsed and
 canonical), ``filter_match`` (compiled), ``scope`` (the token's scope and the view), ``view_frames`` (the
-frame that covers a stretch of the log), ``view_feed`` (what a correct server sends). Nothing here does I/O.
+frame that covers a stretch of the log), ``view_feed`` (what a correct server sends), ``view_index`` (a run
+matched for many views in one pass). Nothing here does I/O.
 """
 
 from __future__ import annotations
