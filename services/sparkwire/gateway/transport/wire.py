@@ -53,7 +53,7 @@ class Wire:
         transport = self._protocol.transport
         if self._compressed or transport is None:
             return None
-        return Lane(self._writable, transport, socket_fd(transport))
+        return Lane(self._writable, transport, self._socket_fd(transport))
 
     def reply(self, text: str) -> bool:
         return self.write(serialize_text_frames([text]), urgent=True)
@@ -72,10 +72,14 @@ class Wire:
             return False
         if transport.is_closing():
             return False
+        write_direct(transport, self._socket_fd(transport), frames)
+        return True
+
+    def _socket_fd(self, transport: asyncio.BaseTransport) -> int:
+        """``socket_fd(transport)``, looked up once for the lane and the writes alike."""
         if self._fd == -2:
             self._fd = socket_fd(transport)
-        write_direct(transport, self._fd, frames)
-        return True
+        return self._fd
 
     def listen(self, listener: Listener | None) -> None:
         """Hand every later client message (and those not yet received) to ``listener`` as it arrives,
