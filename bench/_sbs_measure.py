@@ -230,6 +230,11 @@ def run_kill(kind: str, args: Any, redis: RedisServer, publisher: Publisher, loa
           f" ({kill.recovered_clients} back, {kill.not_caught_up} not), lost {seen.lost}, dup {seen.duplicates},"
           f" resets {seen.resets}, complete {seen.complete}/{seen.clients}"
           f"{', an AOF rewrite of Redis ran during it' if rewrote else ''}", file=sys.stderr)
+    if result.get("last_dial_at"):
+        p50, p99, slowest = result["positioned_ms"]
+        print(f"[{kind}]   the last reconnect dialled {result['last_dial_at'] - killed_at:.3f}s after the SIGKILL;"
+              f" dial to positioned p50/p99/max {p50:.1f}/{p99:.1f}/{slowest:.1f} ms;"
+              f" {result['retried_clients']} clients needed more than one attempt", file=sys.stderr)
     return kill
 
 

@@ -56,6 +56,8 @@ type client struct {
 	reachedAt                  time.Time
 	watch                      bool
 	reconnectedAt, caughtUpAt  time.Time
+	dialedAt                   time.Time // when the last reconnect attempt's backoff ended and its dial began
+	attempts                   int64     // reconnect attempts of this phase (more than reconnects: one failed)
 }
 
 func (c *client) position() uint64 { return atomic.LoadUint64(&c.lastPos) }
@@ -147,6 +149,10 @@ func (c *client) reconnect() {
 	backoff := 0.5
 	for attempt := 0; attempt < maxAttempts && !c.closed.Load(); attempt++ {
 		time.Sleep(time.Duration(rand.Float64() * backoff * float64(time.Second)))
+		c.statMu.Lock()
+		c.dialedAt = time.Now()
+		c.attempts++
+		c.statMu.Unlock()
 		c.urlIndex = (c.urlIndex + 1) % len(c.gen.urls)
 		if err := c.open(context.Background(), c.gen.urls[c.urlIndex]); err == nil {
 			go c.run()
@@ -249,7 +255,8 @@ func (c *client) ackIfDue(now time.Time) {
 
 type phaseSummary struct {
 	received, expected, lost, duplicates, resets, reconnects, wrong, covered int64
-	reachedAt, backAt, caughtUpAt                                            float64
+	reachedAt, backAt, caughtUpAt, dialedAt                                  float64
+	attempts                                                                 int64
 	complete, watched                                                        bool
 }
 
@@ -258,7 +265,7 @@ func (c *client) phaseStart(watch bool) {
 	defer c.statMu.Unlock()
 	c.phasePos = c.position()
 	c.received, c.lost, c.duplicates, c.resets, c.reconnects, c.wrong = 0, 0, 0, 0, 0, 0
-	c.watch, c.reconnectedAt, c.caughtUpAt = watch, time.Time{}, time.Time{}
+	c.watch, c.reconnectedAt, c.caughtUpAt, c.dialedAt, c.attempts = watch, time.Time{}, time.Time{}, time.Time{}, 0
 }
 
 func (c *client) phaseReport(head uint64) phaseSummary {
@@ -266,7 +273,7 @@ func (c *client) phaseReport(head uint64) phaseSummary {
 	defer c.statMu.Unlock()
 	pos := c.position()
 	s := phaseSummary{received: c.received, lost: c.lost, duplicates: c.duplicates, resets: c.resets,
-		reconnects: c.reconnects, wrong: c.wrong, watched: c.watch && c.reconnects > 0}
+		reconnects: c.reconnects, wrong: c.wrong, watched: c.watch && c.reconnects > 0, attempts: c.attempts}
 	if c.phasePos != noPosition && pos != noPosition && pos > c.phasePos {
 		s.covered = int64(pos - c.phasePos) // positions of the log this client's stream moved past
 	}
@@ -284,6 +291,9 @@ func (c *client) phaseReport(head uint64) phaseSummary {
 	}
 	if !c.caughtUpAt.IsZero() {
 		s.caughtUpAt = unixSeconds(c.caughtUpAt)
+	}
+	if !c.dialedAt.IsZero() {
+		s.dialedAt = unixSeconds(c.dialedAt)
 	}
 	s.complete = pos == head && c.lost == 0 && c.duplicates == 0 && c.resets == 0 && c.wrong == 0
 	return s

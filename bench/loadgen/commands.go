@@ -129,7 +129,9 @@ func (g *generator) phaseEnd(c command) map[string]any {
 	for k, v := range g.stats.report() {
 		report[k] = v
 	}
-	var reachedAt, backAt, caughtUp float64
+	var reachedAt, backAt, caughtUp, lastDial float64
+	var positionedMs []float64 // per resumed client: from its successful dial to positioned again
+	var retried int64
 	var received, expected, lost, duplicates, resets, reconnects, complete, recovered, wrong, covered int64
 	waiting := 0
 	for _, cl := range g.clients {
@@ -148,6 +150,13 @@ func (g *generator) phaseEnd(c command) map[string]any {
 		}
 		if s.watched {
 			backAt = max(backAt, s.backAt) // positioned again (welcome / subscribed), 0 if it never was
+			lastDial = max(lastDial, s.dialedAt)
+			if s.backAt > 0 && s.dialedAt > 0 {
+				positionedMs = append(positionedMs, (s.backAt-s.dialedAt)*1000)
+			}
+			if s.attempts > 1 {
+				retried++
+			}
 			if s.caughtUpAt > 0 {
 				recovered++
 				caughtUp = max(caughtUp, s.caughtUpAt)
@@ -161,7 +170,9 @@ func (g *generator) phaseEnd(c command) map[string]any {
 	report["complete"], report["reached_at"], report["wrong"] = complete, reachedAt, wrong
 	report["covered"] = covered
 	report["caught_up_at"], report["recovered_clients"], report["not_caught_up"] = caughtUp, recovered, waiting
-	report["back_at"] = backAt
+	report["back_at"], report["last_dial_at"], report["retried_clients"] = backAt, lastDial, retried
+	sort.Float64s(positionedMs)
+	report["positioned_ms"] = []float64{pick(positionedMs, 0.5), pick(positionedMs, 0.99), pick(positionedMs, 1)}
 	return report
 }
 

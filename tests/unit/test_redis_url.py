@@ -131,3 +131,15 @@ def test_the_sentinel_client_dials_the_mapped_address(monkeypatch: pytest.Monkey
     monkeypatch.setattr(sync_sentinel.Sentinel, "discover_master", lambda self, name: ("10.0.0.2", 6379))
     assert manager.discover_master("sparkwire") == ("10.0.0.2", 6379)  # not in the map: as named
     client.close()
+
+
+@pytest.mark.parametrize("url", ["redis://127.0.0.1:6399/0", "redis+sentinel://127.0.0.1:26390/main"])
+def test_a_pool_s_new_connections_share_one_driver_info_without_reading_package_metadata(
+        url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    pool = connect_async(url, max_connections=4, timeout=5).connection_pool
+    looked_up: list[str] = []
+    monkeypatch.setattr("redis.utils.get_lib_version", lambda: looked_up.append("version") or "0")
+    first, second = pool.make_connection(), pool.make_connection()
+    assert looked_up == []
+    assert first.driver_info is second.driver_info
+    assert first.driver_info is not None and first.driver_info.lib_version  # CLIENT SETINFO still says it
