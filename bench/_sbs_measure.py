@@ -191,7 +191,49 @@ def run_kill(kind: str, args: Any, redis: RedisServer, publisher: Publisher, loa
              workdir: Path) -> Kill:
     """``args.kill_clients`` clients on server A, a second instance B beside it (another pod behind the
     load balancer: reconnects go round [A, B]); publishing at ``args.kill_rate`` throughout; SIGKILL of A
-    ``args.kill_after`` s into it, half-way between two batches; publishing goes on ``args.kill_for`` s more.
+    ``args.kill_after`` s into it, half-way between two batches; publishing goes on ``args.kill_for`` s more
+    (``kill_storm``)."""
+    storm = kill_storm(kind, redis, publisher, loadgen, workdir, clients=args.kill_clients,
+                       per_commit=max(1, round(args.kill_rate * args.commit_interval_ms / 1000)),
+                       interval=args.commit_interval_ms / 1000, warmup=args.warmup, kill_after=args.kill_after,
+                       kill_for=args.kill_for, timeout=args.catch_up_timeout)
+    result, killed_at = storm.result, storm.killed_at
+    seen = Outcome.of(result)
+    caught = result["caught_up_at"] - killed_at if result["caught_up_at"] else float("nan")
+    back = result["back_at"] - killed_at if result["back_at"] else float("nan")
+    kill = Kill(kind, args.kill_clients, args.kill_rate, storm.published, caught, back, result["recovered_clients"],
+                result["not_caught_up"], seen)
+    print(f"[{kind}] SIGKILL with {args.kill_clients} clients: back after {back:.3f}s, caught up after {caught:.2f}s"
+          f" ({kill.recovered_clients} back, {kill.not_caught_up} not), lost {seen.lost}, dup {seen.duplicates},"
+          f" resets {seen.resets}, complete {seen.complete}/{seen.clients}"
+          f"{', an AOF rewrite of Redis ran during it' if storm.rewrote else ''}", file=sys.stderr)
+    if result.get("last_dial_at"):
+        p50, p99, slowest = result["positioned_ms"]
+        print(f"[{kind}]   the last reconnect dialled {result['last_dial_at'] - killed_at:.3f}s after the SIGKILL;"
+              f" dial to positioned p50/p99/max {p50:.1f}/{p99:.1f}/{slowest:.1f} ms;"
+              f" {result['retried_clients']} clients needed more than one attempt", file=sys.stderr)
+    return kill
+
+
+@dataclass(frozen=True)
+class Storm:
+    """One ``kill_storm``: the load generator's ``phase_end`` report, when the SIGKILL was sent, what was
+    published, whether Redis rewrote its AOF meanwhile, and the survivor's CPU (user, kernel) in the
+    ``cpu_window_s`` after the kill (when asked)."""
+
+    result: dict[str, Any]
+    killed_at: float
+    published: int
+    rewrote: bool
+    survivor_cpu: tuple[float, float] | None
+
+
+def kill_storm(kind: str, redis: RedisServer, publisher: Publisher, loadgen: GoLoadGen, workdir: Path, *,
+               clients: int, per_commit: int, interval: float, warmup: float, kill_after: float, kill_for: float,
+               timeout: float, cpu_window_s: float | None = None) -> Storm:
+    """``clients`` on server A and a second instance B beside it (reconnects go round [A, B]); ``per_commit``
+    messages every ``interval`` s throughout; SIGKILL of A ``kill_after`` s in, half-way between two batches;
+    publishing goes on ``kill_for`` s more.
 
     Every server's publisher runs on the same wall-clock grid, started ahead (``KILL_SCHEDULE_LEAD_S``) and
     the kill timed on it. "Caught up" waits for the first batch published after a client is back, and the last
@@ -200,42 +242,31 @@ def run_kill(kind: str, args: Any, redis: RedisServer, publisher: Publisher, loa
     demand (10-20 ms here), always had the later phase and sparkwire's thread the earlier one."""
     a = make_server(kind, redis, workdir, "-a").start()
     b = make_server(kind, redis, workdir, "-b").start()
+    survivor: list[tuple[float, float]] = []
     try:
-        per_commit = max(1, round(args.kill_rate * args.commit_interval_ms / 1000))
-        interval = args.commit_interval_ms / 1000
         publisher.run(1, 0.5)
-        loadgen.call("connect", proto=kind, urls=[a.url, b.url], count=args.kill_clients,
-                     concurrency=CONNECT_CONCURRENCY)
-        publisher.run(per_commit, args.warmup)
+        loadgen.call("connect", proto=kind, urls=[a.url, b.url], count=clients, concurrency=CONNECT_CONCURRENCY)
+        publisher.run(per_commit, warmup)
         rewrites_before = aof_rewrites(redis)
         loadgen.call("phase_start", watchKill=True)
         start_at = time.time() + KILL_SCHEDULE_LEAD_S
-        wait = publisher.run_in_background(per_commit, args.kill_after + args.kill_for, start_at)
-        time.sleep(max(start_at + args.kill_after + interval / 2 - time.time(), 0.0))
+        wait = publisher.run_in_background(per_commit, kill_after + kill_for, start_at)
+        time.sleep(max(start_at + kill_after + interval / 2 - time.time(), 0.0))
+        before = process_cpu_split(b.pid)
         killed_at = time.time()
         a.kill()
+        if cpu_window_s is not None:
+            time.sleep(cpu_window_s)
+            after = process_cpu_split(b.pid)
+            survivor.append((after[0] - before[0], after[1] - before[1]))
         published, _ = wait()
         rewrote = aof_rewrites(redis) != rewrites_before
-        result = loadgen.call("phase_end", head=publisher.head(), timeout=args.catch_up_timeout)
+        result = loadgen.call("phase_end", head=publisher.head(), timeout=timeout)
         loadgen.call("disconnect")
     finally:
         a.stop()
         b.stop()
-    seen = Outcome.of(result)
-    caught = result["caught_up_at"] - killed_at if result["caught_up_at"] else float("nan")
-    back = result["back_at"] - killed_at if result["back_at"] else float("nan")
-    kill = Kill(kind, args.kill_clients, args.kill_rate, published, caught, back, result["recovered_clients"],
-                result["not_caught_up"], seen)
-    print(f"[{kind}] SIGKILL with {args.kill_clients} clients: back after {back:.3f}s, caught up after {caught:.2f}s"
-          f" ({kill.recovered_clients} back, {kill.not_caught_up} not), lost {seen.lost}, dup {seen.duplicates},"
-          f" resets {seen.resets}, complete {seen.complete}/{seen.clients}"
-          f"{', an AOF rewrite of Redis ran during it' if rewrote else ''}", file=sys.stderr)
-    if result.get("last_dial_at"):
-        p50, p99, slowest = result["positioned_ms"]
-        print(f"[{kind}]   the last reconnect dialled {result['last_dial_at'] - killed_at:.3f}s after the SIGKILL;"
-              f" dial to positioned p50/p99/max {p50:.1f}/{p99:.1f}/{slowest:.1f} ms;"
-              f" {result['retried_clients']} clients needed more than one attempt", file=sys.stderr)
-    return kill
+    return Storm(result, killed_at, published, rewrote, survivor[0] if survivor else None)
 
 
 def aof_rewrites(redis: RedisServer) -> tuple[int, int]:

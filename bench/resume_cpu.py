@@ -17,15 +17,13 @@ from __future__ import annotations
 import argparse
 import statistics
 import tempfile
-import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from _common import process_cpu_split, raise_open_files
+from _common import raise_open_files
 from _loadgen import GoLoadGen
-from _sbs_measure import CONNECT_CONCURRENCY, KILL_SCHEDULE_LEAD_S
-from _servers import REDIS_ARGS, Publisher, go_binary, make_server
+from _sbs_measure import kill_storm
+from _servers import REDIS_ARGS, Publisher, go_binary
 
 from sparkwire_harness.stack import RedisServer
 
@@ -43,7 +41,7 @@ def main() -> int:
     raise_open_files(args.clients + 1024)
     for binary in ("loadgen", "centrifuge-peer"):
         go_binary(binary)
-    storms: dict[str, list[Storm]] = {kind: [] for kind in args.servers}
+    storms: dict[str, list[Resumes]] = {kind: [] for kind in args.servers}
     with (tempfile.TemporaryDirectory(prefix="sparkwire-resume-") as tmp,
           RedisServer(Path(tmp), extra_args=REDIS_ARGS) as redis):
         workdir = Path(tmp)
@@ -63,7 +61,7 @@ def main() -> int:
                 publisher.close()
     print(f"medians of {args.storms} storms, {args.clients:,} clients:")
     for kind, runs in storms.items():
-        def median(figure: str, runs: list[Storm] = runs) -> float:
+        def median(figure: str, runs: list[Resumes] = runs) -> float:
             return float(statistics.median(getattr(run, figure) for run in runs))
         print(f"  {kind}: {median('cpu_per_client_us'):.0f} µs of CPU per client"
               f" ({min(r.cpu_per_client_us for r in runs):.0f}-{max(r.cpu_per_client_us for r in runs):.0f}),"
@@ -74,7 +72,7 @@ def main() -> int:
 
 
 @dataclass(frozen=True)
-class Storm:
+class Resumes:
     cpu_per_client_us: float  # the survivor's CPU in the second after the kill, per client
     back_s: float  # the kill to the last client positioned again
     positioned_p50_ms: float  # a client's dial to its welcome / subscribe reply
@@ -82,35 +80,13 @@ class Storm:
 
 
 def one_storm(kind: str, args: argparse.Namespace, redis: RedisServer, publisher: Publisher, loadgen: GoLoadGen,
-              workdir: Path) -> Storm:
-    """One SIGKILL; prints what it measured."""
-    per_commit = max(1, round(args.rate * COMMIT_INTERVAL_S))
-    a = make_server(kind, redis, workdir, "-a").start()
-    b = make_server(kind, redis, workdir, "-b").start()
-    try:
-        publisher.run(1, 0.5)
-        loadgen.call("connect", proto=kind, urls=[a.url, b.url], count=args.clients,
-                     concurrency=CONNECT_CONCURRENCY)
-        publisher.run(per_commit, 1.0)
-        loadgen.call("phase_start", watchKill=True)
-        start_at = time.time() + KILL_SCHEDULE_LEAD_S
-        kill_after = 1.0
-        wait = publisher.run_in_background(per_commit, kill_after + WINDOW_S + 1.0, start_at)
-        time.sleep(max(start_at + kill_after + COMMIT_INTERVAL_S / 2 - time.time(), 0.0))
-        before = process_cpu_split(b.pid)
-        killed_at = time.time()
-        a.kill()
-        after: list[tuple[float, float]] = []
-        reader = threading.Timer(WINDOW_S, lambda: after.append(process_cpu_split(b.pid)))
-        reader.start()
-        wait()
-        reader.join()
-        result = loadgen.call("phase_end", head=publisher.head(), timeout=30)
-        loadgen.call("disconnect")
-    finally:
-        a.stop()
-        b.stop()
-    user, kernel = after[0][0] - before[0], after[0][1] - before[1]
+              workdir: Path) -> Resumes:
+    """One SIGKILL (``_sbs_measure.kill_storm``, as the side-by-side's); prints what it measured."""
+    storm = kill_storm(kind, redis, publisher, loadgen, workdir, clients=args.clients,
+                       per_commit=max(1, round(args.rate * COMMIT_INTERVAL_S)), interval=COMMIT_INTERVAL_S,
+                       warmup=1.0, kill_after=1.0, kill_for=WINDOW_S + 1.0, timeout=30, cpu_window_s=WINDOW_S)
+    assert storm.survivor_cpu is not None
+    (user, kernel), result, killed_at = storm.survivor_cpu, storm.result, storm.killed_at
     per_client = (user + kernel) / args.clients * 1e6
     p50, p99, slowest = result["positioned_ms"]
     print(f"{kind}: {user + kernel:.2f} CPU s in the second after the kill ({user:.2f} user, {kernel:.2f} kernel),"
@@ -118,7 +94,7 @@ def one_storm(kind: str, args: argparse.Namespace, redis: RedisServer, publisher
           f" back {result['back_at'] - killed_at:.3f} s; dial to positioned p50/p99/max"
           f" {p50:.0f}/{p99:.0f}/{slowest:.0f} ms; lost {result['lost']}, duplicated {result['duplicates']}",
           flush=True)
-    return Storm(per_client, result["back_at"] - killed_at, p50, p99)
+    return Resumes(per_client, result["back_at"] - killed_at, p50, p99)
 
 
 if __name__ == "__main__":
